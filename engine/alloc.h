@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Free-space allocator over an on-disk bitmap.
+ *
+ * A bitmap rather than a free-space B+tree: its size is fixed at mkfs (no
+ * allocation while allocating), each change logs a few bytes of one block,
+ * and exact free counts fall out of per-block counters that are rebuilt at
+ * mount.  In-core, a per-bitmap-block free count lets searches skip full
+ * blocks, so a search costs O(bitmap blocks / 64) before it finds space.
+ */
+#ifndef SX_ALLOC_H
+#define SX_ALLOC_H
+
+#include "util.h"
+#include "sb.h"
+#include "buf.h"
+
+struct sx_trans;
+
+/** sx_alloc_init() - read every bitmap block and build the in-core counts */
+int sx_alloc_init(struct sx_mount *mp);
+/** sx_alloc_destroy() - free the in-core allocator state */
+void sx_alloc_destroy(struct sx_mount *mp);
+
+/**
+ * sx_alloc_extent() - allocate between @minlen and @maxlen contiguous blocks
+ * @hint: preferred first block (0 = anywhere)
+ * @bnop, @lenp: the extent allocated
+ *
+ * The longest run up to @maxlen at or after @hint is preferred.  Return: 0,
+ * -ENOSPC when no run of @minlen exists, -EINVAL for bad lengths.
+ */
+int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
+		    u64 *bnop, u32 *lenp);
+
+/**
+ * sx_free_extent() - return [@bno, @bno + @len) to free space
+ *
+ * Return: 0, or -EFSCORRUPTED if any block is already free or out of range.
+ */
+int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len);
+
+/** sx_alloc_free_blocks() - exact count of free blocks */
+u64 sx_alloc_free_blocks(struct sx_mount *mp);
+
+/** sx_alloc_is_free() - read whether @bno is free (for the checker and tests) */
+int sx_alloc_is_free(struct sx_mount *mp, u64 bno, bool *freep);
+
+/** sx_alloc_res_bytes() - log bytes to reserve per extent allocated or freed */
+u32 sx_alloc_res_bytes(const struct sx_mount *mp);
+
+/* The verifier of bitmap blocks. */
+extern const struct sx_buf_ops sx_bitmap_buf_ops;
+
+/** sx_bitmap_init_block() - format bitmap block @index for a new filesystem */
+void sx_bitmap_init_block(const struct sx_sb *sb, u32 index, void *data);
+
+#endif /* SX_ALLOC_H */

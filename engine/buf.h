@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Metadata buffer cache.
+ *
+ * A buffer holds one metadata block.  It is read through a verifier, locked
+ * by the one transaction that changes it, pinned in memory while it holds
+ * committed changes not yet in a durable log record, and written in place
+ * only by a checkpoint, after the log that describes it is durable.  Clean
+ * unreferenced buffers sit on an LRU and are reclaimed past the cache limit.
+ */
+#ifndef SX_BUF_H
+#define SX_BUF_H
+
+#include "util.h"
+
+struct sx_trans;
+
+/* Per-type verifier: the generic header checks run first. */
+struct sx_buf_ops {
+	const char	*bo_name;
+	u32		bo_magic;
+	/* type-specific structure checks; -EFSCORRUPTED on failure */
+	int		(*bo_verify)(struct sx_mount *mp, const void *data);
+};
+
+/* Dirty regions are tracked in chunks of this many bytes. */
+#define SX_BUF_CHUNK		128
+#define SX_BUF_MAP_WORDS	(SX_MAX_BLOCKSIZE / SX_BUF_CHUNK / 64)
+
+enum {
+	SX_BUF_DIRTY	= (1u << 0),	/* committed changes not written back */
+	SX_BUF_STALE	= (1u << 1),	/* no longer metadata; never written */
+	SX_BUF_NEW	= (1u << 2),	/* initialised in the current transaction */
+	SX_BUF_VERIFIED	= (1u << 3),	/* contents passed the read verifier */
+	SX_BUF_HOLD	= (1u << 4),	/* stays locked across commit/roll */
+};
+
+struct sx_buf {
+	u64		b_blkno;
+	void		*b_data;
+	const struct sx_buf_ops *b_ops;
+	u64		b_owner;
+	u32		b_flags;
+	u32		b_refs;		/* under the cache lock */
+	u32		b_pin;		/* commits waiting for a log force */
+	u64		b_lsn;		/* LSN of the last change in a written record */
+	u64		b_first_lsn;	/* LSN of the oldest change not written back */
+	struct sx_mutex	b_lock;		/* held by the user changing it */
+	struct sx_list	b_hash;
+	struct sx_list	b_lru;
+	struct sx_list	b_dirty;
+	/* the current transaction's view */
+	struct sx_trans	*b_trans;
+	struct sx_list	b_tlist;	/* on the transaction's buffer list */
+	void		*b_orig;	/* contents before this transaction, for cancel */
+	u64		b_logmap[SX_BUF_MAP_WORDS];
+};
+
+/* Cache statistics, for tests and benchmarks. */
+struct sx_bcache_stats {
+	u64	bs_hits;
+	u64	bs_misses;
+	u64	bs_reclaims;
+	u64	bs_writebacks;
+	u32	bs_cached;
+	u32	bs_dirty;
+};
+
+/** sx_bcache_init() - set up the cache of @mp holding at most @max buffers */
+int sx_bcache_init(struct sx_mount *mp, u32 max);
+/** sx_bcache_destroy() - free every cached buffer; none may be referenced */
+void sx_bcache_destroy(struct sx_mount *mp);
+/** sx_bcache_get_stats() - copy the cache counters */
+void sx_bcache_get_stats(struct sx_mount *mp, struct sx_bcache_stats *st);
+/** sx_bcache_purge() - drop every clean unreferenced buffer */
+void sx_bcache_purge(struct sx_mount *mp);
+
+/**
+ * sx_buf_read() - return block @blkno locked and verified
+ * @ops: verifier (magic, CRC, blkno, uuid, @owner, then bo_verify)
+ *
+ * Return: 0, -EFSCORRUPTED/-EFSBADCRC if the block fails verification, -EIO,
+ * -ENOMEM.  A cached buffer is verified again if it was last used as
+ * another type.
+ */
+int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
+		u64 owner, struct sx_buf **bpp);
+
+/**
+ * sx_buf_get() - return block @blkno locked, without reading it
+ *
+ * A buffer not in the cache comes back zeroed; the caller initialises it.
+ */
+int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
+	       u64 owner, struct sx_buf **bpp);
+
+/**
+ * sx_buf_read_raw() - read @blkno into @data, bypassing the cache and its
+ * verifier (recovery, checker, log printer)
+ */
+int sx_buf_read_raw(struct sx_mount *mp, u64 blkno, void *data);
+
+/** sx_buf_relse() - unlock and release a buffer */
+void sx_buf_relse(struct sx_buf *bp);
+
+/** sx_buf_lock() / sx_buf_unlock() - take or drop a referenced buffer's lock */
+void sx_buf_lock(struct sx_buf *bp);
+void sx_buf_unlock(struct sx_buf *bp);
+
+/** sx_buf_hold() - take an extra reference */
+void sx_buf_hold(struct sx_buf *bp);
+/** sx_buf_rele() - drop a reference (buffer must not be locked by caller) */
+void sx_buf_rele(struct sx_buf *bp);
+
+/**
+ * sx_buf_init_hdr() - set the generic header of a new metadata block
+ */
+void sx_buf_init_hdr(struct sx_mount *mp, struct sx_buf *bp, u32 magic, u64 owner);
+
+/**
+ * sx_buf_verify() - run the generic header checks and @ops on @data
+ *
+ * Return: 0, -EFSBADCRC or -EFSCORRUPTED.
+ */
+int sx_buf_verify(struct sx_mount *mp, const void *data, u64 blkno,
+		  const struct sx_buf_ops *ops, u64 owner);
+
+/**
+ * sx_buf_write() - stamp LSN and CRC and write @bp in place (checkpoint)
+ */
+int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp);
+
+/**
+ * sx_buf_writeback() - write every dirty, unpinned, unlocked buffer
+ * @oldest: set to the smallest b_first_lsn still dirty afterwards, or 0
+ *
+ * The caller has forced the log and flushes the device afterwards.
+ */
+int sx_buf_writeback(struct sx_mount *mp, u64 *oldest);
+
+/* Mark a buffer dirty with its first change at @lsn (from the log). */
+void sx_buf_mark_logged(struct sx_mount *mp, struct sx_buf *bp, u64 lsn);
+
+/* Stamp header LSN and CRC in @data, which is @blkno's contents. */
+void sx_buf_stamp(struct sx_mount *mp, void *data, u64 lsn);
+
+#endif /* SX_BUF_H */

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The write-ahead log.
+ *
+ * Committed transactions are formatted into ops and queued in memory (the
+ * pending list); a log force packs them into records, writes the records at
+ * the head of the circular log and flushes the device.  Only then are the
+ * buffers they changed unpinned and allowed to be written in place.  A
+ * checkpoint writes metadata back and moves the tail, which is anchored in
+ * the superblock: the tail never passes a change that is not written back or
+ * an intent whose done item is not durable.
+ */
+#ifndef SX_LOG_H
+#define SX_LOG_H
+
+#include "util.h"
+
+struct sx_trans;
+struct sx_buf;
+
+/* Log counters, for tests, benchmarks and the tool. */
+struct sx_log_stats {
+	u64	ls_records;		/* records written, wrap records included */
+	u64	ls_wraps;
+	u64	ls_bytes;		/* bytes of records written */
+	u64	ls_forces;		/* forces that wrote at least one record */
+	u64	ls_checkpoints;
+	u64	ls_tail_moves;
+	u64	ls_trans;		/* transactions committed */
+	u64	ls_space_waits;		/* reservations that needed a checkpoint */
+};
+
+/** sx_log_init() - set up the log of @mp at head @head_lsn after mount/recovery */
+int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid);
+/** sx_log_destroy() - free the log state; pending work is discarded */
+void sx_log_destroy(struct sx_mount *mp);
+
+/**
+ * sx_log_reserve() - reserve log space for a transaction of @bytes
+ * @blocks: set to the number of log blocks granted
+ *
+ * Checkpoints to make room.  Return: 0, -EINVAL if @bytes can never fit in
+ * one record, -ENOSPC if the log is pinned full, -EIO after shutdown.
+ */
+int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks);
+/** sx_log_unreserve() - give back a reservation that was not committed */
+void sx_log_unreserve(struct sx_mount *mp, u32 blocks);
+
+/** sx_log_max_trans_bytes() - the largest reservation one transaction may ask */
+u32 sx_log_max_trans_bytes(const struct sx_mount *mp);
+
+/**
+ * sx_log_commit() - queue a formatted transaction
+ * @ops: @len bytes of whole ops (ownership passes to the log)
+ * @bufs: the @nbufs buffers it changed; each gains a pin and a reference
+ * @intents: ids of the intents it logs; @dones: ids the done items finish
+ *
+ * Return: 0, or -EIO after shutdown (nothing was queued; @ops is freed).
+ */
+int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
+		  struct sx_buf **bufs, u32 nbufs, const u64 *intents, u32 nintents,
+		  const u64 *dones, u32 ndones, u32 res_blocks);
+
+/** sx_log_force() - make every queued transaction durable */
+int sx_log_force(struct sx_mount *mp);
+
+/** sx_log_checkpoint() - force, write metadata back, flush, move the tail */
+int sx_log_checkpoint(struct sx_mount *mp);
+
+/** sx_log_next_tid() - a new transaction id */
+u64 sx_log_next_tid(struct sx_mount *mp);
+/** sx_log_next_intent_id() - a new intent id, unique for the filesystem's life */
+u64 sx_log_next_intent_id(struct sx_mount *mp);
+
+/**
+ * sx_log_track_intent() - pin the tail at @lsn until intent @id is done
+ * (recovery uses this for the intents it found unfinished)
+ */
+int sx_log_track_intent(struct sx_mount *mp, u64 id, u64 lsn);
+
+/** sx_log_outstanding_intents() - intents logged but not yet done */
+u32 sx_log_outstanding_intents(struct sx_mount *mp);
+
+/** sx_log_get_stats() - copy the log counters */
+void sx_log_get_stats(struct sx_mount *mp, struct sx_log_stats *st);
+
+/** sx_log_head() / sx_log_tail() - current head and tail LSNs */
+u64 sx_log_head(struct sx_mount *mp);
+u64 sx_log_tail(struct sx_mount *mp);
+
+/*
+ * Helpers shared by the writer, recovery and the log printer.
+ */
+/** sx_log_rec_max_blocks() - the largest record, in blocks, for this geometry */
+u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize);
+
+/**
+ * sx_log_rec_check_header() - validate a record header against where it was
+ * found; @expect_lsn is the position, @prev_crc the chain value
+ *
+ * Return: 0, or -EFSCORRUPTED with *@why saying what is wrong.
+ */
+int sx_log_rec_check_header(const struct sx_dlog_rec *rec, const u8 *uuid,
+			    u64 expect_lsn, u32 logblocks, u32 blocksize,
+			    const char **why);
+
+/**
+ * sx_log_rec_check_ops() - walk the ops of a whole record, bounds-checking
+ * each; calls @fn for each op unless @fn is NULL
+ */
+int sx_log_rec_walk_ops(const void *rec, u32 recbytes,
+			int (*fn)(void *arg, const struct sx_dlog_op *op,
+				  const void *payload),
+			void *arg, const char **why);
+
+#endif /* SX_LOG_H */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The mount: one open filesystem on a block device.
+ */
+#ifndef SX_MOUNT_H
+#define SX_MOUNT_H
+
+#include "util.h"
+#include "sb.h"
+#include <swapext/swapext.h>
+
+struct sx_log;
+struct sx_bcache;
+struct sx_alloc;
+
+enum {
+	SX_MF_RDONLY	= (1u << 0),
+	SX_MF_SHUTDOWN	= (1u << 1),
+	SX_MF_RECOVERY	= (1u << 2),	/* log recovery in progress */
+};
+
+struct sx_mount {
+	struct sx_bdev	*m_bdev;
+	struct sx_sb	m_sb;		/* under m_sb_lock */
+	struct sx_mutex	m_sb_lock;
+	u32		m_bsize;
+	u32		m_blog;
+	u32		m_flags;	/* SX_MF_*, atomic updates via m_sb_lock */
+	int		m_shutdown_error;
+	char		m_name[32];
+	struct sx_log	*m_log;
+	struct sx_bcache *m_bcache;
+	struct sx_alloc	*m_alloc;
+	struct sx_recovery_stats m_rstats;
+};
+
+/** sx_is_shutdown() - true once the mount has stopped all I/O */
+static inline bool sx_is_shutdown(const struct sx_mount *mp)
+{
+	return (__atomic_load_n(&mp->m_flags, __ATOMIC_ACQUIRE) & SX_MF_SHUTDOWN) != 0;
+}
+
+/** sx_force_shutdown() - stop all further I/O after error @error */
+void sx_force_shutdown(struct sx_mount *mp, int error);
+
+/* Device I/O in filesystem blocks; errors shut the mount down. */
+int sx_dev_read(struct sx_mount *mp, u64 blkno, u32 count, void *buf);
+int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf,
+		 unsigned int flags);
+int sx_dev_flush(struct sx_mount *mp);
+
+/** sx_write_sb() - write the in-core superblock (caller holds m_sb_lock) */
+int sx_write_sb(struct sx_mount *mp);
+
+#endif /* SX_MOUNT_H */

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Userspace block devices: a file-backed device and a crash-emulating
+ * device that wraps any other device.
+ */
+#ifndef SWAPEXT_DEVICE_H
+#define SWAPEXT_DEVICE_H
+
+#include "sx_platform.h"
+
+enum {
+	SX_FILEDEV_RDONLY	= (1u << 0),
+	SX_FILEDEV_CREATE	= (1u << 1),	/* create or extend to the given size */
+	SX_FILEDEV_DIRECT	= (1u << 2),	/* O_DIRECT (falls back with -EINVAL if unsupported) */
+};
+
+/**
+ * sx_filedev_open() - open a file (or block device node) as a device
+ * @size: with SX_FILEDEV_CREATE, the size to create or extend to (bytes)
+ *
+ * Writes use pwrite, flush uses fdatasync, FUA writes are followed by
+ * fdatasync.  Return: 0 or a negative errno.
+ */
+SX_API int sx_filedev_open(const char *path, unsigned int flags, u64 size,
+			   struct sx_bdev **bdp);
+
+/**
+ * sx_memdev_create() - a device held in memory, @size bytes (for tests)
+ */
+SX_API int sx_memdev_create(u64 size, u32 sectsize, struct sx_bdev **bdp);
+
+/** sx_bdev_destroy() - close any device; NULL is ignored */
+SX_API void sx_bdev_destroy(struct sx_bdev *bd);
+
+/* Fates of a write that was not yet durable when the power went. */
+enum sx_crash_mode {
+	SX_CRASH_KEEP,		/* every volatile write reached the media */
+	SX_CRASH_DROP,		/* none did */
+	SX_CRASH_TEAR,		/* each reached it up to a random sector boundary */
+	SX_CRASH_RANDOM,	/* each independently kept, dropped or torn */
+};
+
+enum sx_io_kind {
+	SX_IO_READ,
+	SX_IO_WRITE,
+	SX_IO_FLUSH,
+};
+
+struct sx_crashdev;
+
+struct sx_crashdev_stats {
+	u64	cs_reads;
+	u64	cs_writes;		/* every write issued, FUA included */
+	u64	cs_fua_writes;
+	u64	cs_flushes;
+	u64	cs_bytes_read;
+	u64	cs_bytes_written;
+	u64	cs_volatile;		/* writes not yet durable now */
+	u64	cs_injected_errors;
+	bool	cs_dead;		/* power was cut */
+};
+
+/**
+ * sx_crashdev_create() - wrap @lower in a crash-emulating device
+ * @cdp: the control handle; stays valid until the returned device is destroyed
+ *
+ * Writes pass through to @lower at once, but the device remembers what
+ * every sector held since the last flush, so that at a power cut each
+ * volatile write can be kept, dropped or torn at a sector boundary.  FUA
+ * writes are durable at once.  @lower is not destroyed with the wrapper.
+ */
+SX_API int sx_crashdev_create(struct sx_bdev *lower, u64 seed, struct sx_bdev **bdp,
+			      struct sx_crashdev **cdp);
+
+/**
+ * sx_crashdev_cut_at_write() - lose power while write number @n (1-based,
+ * counted from creation) is in flight: that write gets a fate too and fails,
+ * and every I/O after it fails with -EIO.  @n = 0 disarms.
+ */
+SX_API void sx_crashdev_cut_at_write(struct sx_crashdev *cd, u64 n,
+				     enum sx_crash_mode mode);
+
+/** sx_crashdev_cut_now() - lose power now, applying @mode to volatile writes */
+SX_API void sx_crashdev_cut_now(struct sx_crashdev *cd, enum sx_crash_mode mode);
+
+/**
+ * sx_crashdev_fail() - make the @nth I/O of @kind (1-based, counted from
+ * now) fail with @error, once or (with @forever) from then on
+ */
+SX_API void sx_crashdev_fail(struct sx_crashdev *cd, enum sx_io_kind kind, u64 nth,
+			     bool forever, int error);
+
+/** sx_crashdev_clear_faults() - disarm every injected I/O error */
+SX_API void sx_crashdev_clear_faults(struct sx_crashdev *cd);
+
+/** sx_crashdev_get_stats() - copy the counters */
+SX_API void sx_crashdev_get_stats(struct sx_crashdev *cd, struct sx_crashdev_stats *st);
+
+/** sx_crashdev_set_sectsize() - sector size used for tearing (default: lower's) */
+SX_API void sx_crashdev_set_sectsize(struct sx_crashdev *cd, u32 sectsize);
+
+/*
+ * Userspace platform extras.
+ */
+typedef void (*sx_log_callback)(void *arg, enum sx_log_level level, const char *msg);
+
+/** sx_set_log_callback() - send engine messages to @fn (NULL: stderr, warnings and up) */
+SX_API void sx_set_log_callback(sx_log_callback fn, void *arg);
+
+/**
+ * sx_fault_arm() - make sx_fault(@site) return @error on its @nth call from
+ * now (1-based), once or, with @forever, on every call from then on
+ */
+SX_API int sx_fault_arm(const char *site, u64 nth, bool forever, int error);
+/** sx_fault_disarm_all() - disarm every fault site */
+SX_API void sx_fault_disarm_all(void);
+/** sx_fault_hits() - how often sx_fault(@site) has been called */
+SX_API u64 sx_fault_hits(const char *site);
+
+#endif /* SWAPEXT_DEVICE_H */

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * swapext on-disk and log formats.
+ *
+ * Everything here is little-endian and fixed-width, with explicit padding so
+ * that the layout is identical in every build (kernel, userspace, any ABI).
+ * Sizes are pinned by static assertions in engine/format_check.c.
+ *
+ * Device layout, in filesystem blocks:
+ *   0              primary superblock (the first SX_SB_SIZE bytes are checked)
+ *   1              secondary superblock; the copies are written alternately,
+ *                  so a torn superblock write always leaves one good copy
+ *   logstart..     the circular log, logblocks long
+ *   bmapstart..    the free-space bitmap, bmapblocks long
+ *   datastart..    space managed by the allocator
+ */
+#ifndef SWAPEXT_FORMAT_H
+#define SWAPEXT_FORMAT_H
+
+#define SX_SB_MAGIC		0x42535853u	/* "SXSB" */
+#define SX_LOG_MAGIC		0x474c5853u	/* "SXLG" */
+#define SX_BITMAP_MAGIC		0x4d425853u	/* "SXBM" */
+
+#define SX_VERSION		1
+#define SX_SB_SIZE		512	/* bytes of each superblock copy covered by its CRC */
+#define SX_MIN_BLOCKSIZE	512
+#define SX_MAX_BLOCKSIZE	65536
+#define SX_DEFAULT_BLOCKSIZE	4096
+#define SX_MIN_LOGBLOCKS	64
+#define SX_MAX_LOGBLOCKS	(1u << 24)
+#define SX_UUID_SIZE		16
+#define SX_LABEL_SIZE		32
+
+/*
+ * Feature words.  A mount refuses any incompat bit it does not know; a
+ * read-write mount refuses unknown ro_compat bits; log_incompat bits say the
+ * log may hold items that an older engine could not replay (they are set
+ * while such items may be in the log, like XFS's log incompat features).
+ */
+#define SX_FEAT_COMPAT_SUPPORTED	0u
+#define SX_FEAT_RO_COMPAT_SUPPORTED	0u
+#define SX_FEAT_INCOMPAT_SUPPORTED	0u
+#define SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP (1u << 0)	/* SXI/SXD items may be logged */
+#define SX_FEAT_LOG_INCOMPAT_SUPPORTED	(SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP)
+
+/*
+ * Log sequence numbers: the cycle (how many times the log has been written
+ * from its start, beginning at 1) in the high 32 bits, the block within the
+ * log in the low 32 bits.  LSNs compare as integers.
+ */
+#define SX_LSN(cycle, block)	(((u64)(cycle) << 32) | (u32)(block))
+#define SX_LSN_CYCLE(lsn)	((u32)((lsn) >> 32))
+#define SX_LSN_BLOCK(lsn)	((u32)(lsn))
+
+/* Superblock: SX_SB_SIZE bytes at the start of blocks 0 and 1. */
+struct sx_dsb {
+	__le32	sb_magic;
+	__le32	sb_crc;			/* over SX_SB_SIZE bytes, this field zero */
+	__le32	sb_version;
+	__le32	sb_blocksize;
+	__le64	sb_dblocks;		/* device size in blocks */
+	__le64	sb_seq;			/* bumped at each write; newest good copy wins */
+	u8	sb_uuid[SX_UUID_SIZE];
+	__le32	sb_feat_compat;
+	__le32	sb_feat_ro_compat;
+	__le32	sb_feat_incompat;
+	__le32	sb_feat_log_incompat;
+	__le64	sb_logstart;		/* first block of the log */
+	__le32	sb_logblocks;
+	__le32	sb_sectsize;		/* device sector size at mkfs */
+	__le64	sb_log_tail;		/* LSN recovery starts from */
+	__le32	sb_log_epoch;		/* bumped at each mount that writes the log */
+	__le32	sb_log_tail_prev_crc;	/* lr_crc of the record before the tail */
+	__le64	sb_bmapstart;		/* first block of the free-space bitmap */
+	__le32	sb_bmapblocks;
+	__le32	sb_pad0;
+	__le64	sb_datastart;		/* first block the allocator manages */
+	__le64	sb_ctime;		/* mkfs time, ns since the epoch */
+	char	sb_label[SX_LABEL_SIZE];
+	__le64	sb_reserved[40];	/* zero; room for later fields */
+};
+
+/*
+ * Header of every metadata block other than the superblock.  The CRC covers
+ * the whole block.  bh_lsn is the LSN of the last log record whose changes
+ * the block holds: recovery replays a change only if it is newer.
+ */
+struct sx_dblk_hdr {
+	__le32	bh_magic;
+	__le32	bh_crc;			/* over the whole block, this field zero */
+	__le64	bh_blkno;		/* where the block lives */
+	__le64	bh_owner;		/* owning object; 0 = the filesystem */
+	__le64	bh_lsn;
+	u8	bh_uuid[SX_UUID_SIZE];
+};
+
+/*
+ * Free-space bitmap block: one bit per block of the device (1 = in use),
+ * block number = bm_index * SX_BITMAP_BITS(bs) + bit.  bm_nfree counts the
+ * zero bits that stand for blocks below sb_dblocks.
+ */
+struct sx_dbitmap {
+	struct sx_dblk_hdr bm_hdr;
+	__le32	bm_index;
+	__le32	bm_nfree;
+	__le64	bm_pad;
+	/* u8 bm_bits[] follows, to the end of the block */
+};
+#define SX_BITMAP_HDR_SIZE	sizeof(struct sx_dbitmap)
+#define SX_BITMAP_BITS(bs)	(((u64)(bs) - SX_BITMAP_HDR_SIZE) * 8)
+
+/*
+ * Log record.  A record is a run of whole log blocks holding a header and
+ * then ops; it never wraps past the end of the log.  A record is valid only
+ * if its magic, version, uuid, LSN (which must equal its position and the
+ * expected cycle), length and CRC are right, and if lr_prev_crc equals the
+ * CRC of the record before it: that chain stops a stale record from an
+ * earlier pass, left beyond a torn one, from ever being taken as a
+ * continuation.  When the next record does not fit before the end of the log,
+ * the writer puts a one-block record with SX_LR_WRAP and continues at block 0
+ * with the next cycle.
+ */
+struct sx_dlog_rec {
+	__le32	lr_magic;
+	__le32	lr_crc;			/* over lr_blocks blocks, this field zero */
+	__le64	lr_lsn;
+	__le64	lr_tail_lsn;		/* the log tail when this was written */
+	__le32	lr_cycle;
+	__le32	lr_epoch;		/* sb_log_epoch of the writing mount */
+	__le32	lr_blocks;		/* length in log blocks, header included */
+	__le32	lr_len;			/* bytes of ops after this header */
+	__le32	lr_nops;
+	__le32	lr_flags;
+	__le32	lr_prev_crc;
+	__le32	lr_version;
+	__le64	lr_first_tid;		/* transaction id of the first op */
+	u8	lr_uuid[SX_UUID_SIZE];
+};
+
+#define SX_LR_WRAP	(1u << 0)	/* no ops; the log continues at block 0 */
+#define SX_LR_FLAGS_ALL	(SX_LR_WRAP)
+
+/*
+ * One op in a record: a header, then lo_len bytes of payload, then zero
+ * padding to a multiple of 8.  Every op belongs to one transaction (lo_tid);
+ * a record holds whole transactions only, so a valid record means every one
+ * of its transactions committed.
+ */
+struct sx_dlog_op {
+	__le16	lo_type;		/* SX_LOG_OP_* */
+	__le16	lo_flags;
+	__le32	lo_len;
+	__le64	lo_tid;
+};
+#define SX_LOG_OP_ALIGN		8
+
+enum sx_log_op_type {
+	SX_LOG_OP_BUF		= 0x01,	/* physical change to a metadata block */
+	SX_LOG_OP_TRANS_END	= 0x02,	/* closes a transaction (no payload) */
+	SX_LOG_OP_BUI		= 0x10,	/* map/unmap an extent in a fork */
+	SX_LOG_OP_BUD		= 0x11,
+	SX_LOG_OP_EFI		= 0x12,	/* free extents */
+	SX_LOG_OP_EFD		= 0x13,
+	SX_LOG_OP_CUI		= 0x14,	/* refcount changes */
+	SX_LOG_OP_CUD		= 0x15,
+	SX_LOG_OP_SXI		= 0x16,	/* swap extents */
+	SX_LOG_OP_SXD		= 0x17,
+	SX_LOG_OP_TEST_INTENT	= 0x7e,	/* test-only intent (unit tests) */
+	SX_LOG_OP_TEST_DONE	= 0x7f,
+	SX_LOG_OP_MAX		= 0x80,
+};
+
+/*
+ * SX_LOG_OP_BUF payload: the block, then lb_nregions region descriptors,
+ * then the regions' bytes back to back.  A block logged for the first time
+ * since it was (re)initialised is logged whole, so replay never depends on
+ * what was there before.  SX_LB_CANCEL says the block stopped being
+ * metadata: no change logged for it before this op may be replayed.
+ */
+struct sx_dlog_buf {
+	__le64	lb_blkno;
+	__le32	lb_flags;
+	__le16	lb_nregions;
+	__le16	lb_pad;
+};
+struct sx_dlog_region {
+	__le32	lg_off;
+	__le32	lg_len;
+};
+#define SX_LB_CANCEL	(1u << 0)
+#define SX_LB_FLAGS_ALL	(SX_LB_CANCEL)
+
+/*
+ * Every intent and done payload begins with this header, so that recovery
+ * and the log printer can pair them without knowing the type.  An intent's
+ * li_id is unique over the life of the filesystem (epoch in the high half);
+ * a done item carries the id of its intent.
+ */
+struct sx_dlog_intent {
+	__le64	li_id;
+	__le32	li_nitems;
+	__le32	li_pad;
+};
+
+#endif /* SWAPEXT_FORMAT_H */

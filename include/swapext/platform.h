@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * swapext platform contract.
+ *
+ * This is everything engine/ may call outside itself.  Each glue directory
+ * (user-glue/, kernel-glue/) provides an sx_platform.h that defines the basic
+ * types (u8..u64, __le16/32/64, the lock, atomic and RCU types, ASSERT and
+ * VERIFY, likely/unlikely, endian helpers, EFSCORRUPTED and EFSBADCRC) and
+ * then includes this file for the function contract.  The glue implements the
+ * functions in *_os.c files.  Keep this contract small: every entry must be
+ * implementable in both a kernel and a POSIX process.
+ */
+#ifndef SWAPEXT_PLATFORM_H
+#define SWAPEXT_PLATFORM_H
+
+/*
+ * Memory.  All allocations may fail and return NULL; callers turn that into
+ * -ENOMEM.  SX_NOFS is passed inside transactions: in the kernel it maps to
+ * GFP_NOFS so that reclaim cannot recurse into a filesystem holding our locks.
+ */
+#define SX_NOFS		(1u << 0)
+
+/** sx_alloc() - allocate @size bytes (any size; large sizes may be vmalloc'd) */
+void *sx_alloc(size_t size, unsigned int flags);
+/** sx_zalloc() - allocate @size zeroed bytes */
+void *sx_zalloc(size_t size, unsigned int flags);
+/** sx_free() - free memory from sx_alloc()/sx_zalloc(); NULL is ignored */
+void sx_free(void *p);
+
+/*
+ * Locks.  The lock types (struct sx_mutex, struct sx_rwsem, struct
+ * sx_spinlock, struct sx_cond) are defined by the glue.  A condition variable
+ * is always used with an sx_mutex.
+ */
+/** sx_mutex_init() - initialise a sleeping mutex */
+void sx_mutex_init(struct sx_mutex *m);
+/** sx_mutex_destroy() - release a mutex's resources */
+void sx_mutex_destroy(struct sx_mutex *m);
+/** sx_mutex_lock() - take a mutex, sleeping if needed */
+void sx_mutex_lock(struct sx_mutex *m);
+/** sx_mutex_trylock() - take a mutex if it is free; true on success */
+bool sx_mutex_trylock(struct sx_mutex *m);
+/** sx_mutex_unlock() - release a mutex held by the caller */
+void sx_mutex_unlock(struct sx_mutex *m);
+/** sx_mutex_is_held() - true if the calling thread holds @m (for assertions) */
+bool sx_mutex_is_held(struct sx_mutex *m);
+
+/** sx_rwsem_init() - initialise a reader/writer semaphore */
+void sx_rwsem_init(struct sx_rwsem *s);
+/** sx_rwsem_destroy() - release a reader/writer semaphore's resources */
+void sx_rwsem_destroy(struct sx_rwsem *s);
+/** sx_rwsem_down_read() - take @s shared */
+void sx_rwsem_down_read(struct sx_rwsem *s);
+/** sx_rwsem_up_read() - drop a shared hold of @s */
+void sx_rwsem_up_read(struct sx_rwsem *s);
+/** sx_rwsem_down_write() - take @s exclusive */
+void sx_rwsem_down_write(struct sx_rwsem *s);
+/** sx_rwsem_up_write() - drop an exclusive hold of @s */
+void sx_rwsem_up_write(struct sx_rwsem *s);
+/** sx_rwsem_is_write_held() - true if the calling thread holds @s exclusive */
+bool sx_rwsem_is_write_held(struct sx_rwsem *s);
+
+/** sx_spin_init() - initialise a spinlock (never sleep while holding it) */
+void sx_spin_init(struct sx_spinlock *l);
+/** sx_spin_destroy() - release a spinlock's resources */
+void sx_spin_destroy(struct sx_spinlock *l);
+/** sx_spin_lock() - take a spinlock */
+void sx_spin_lock(struct sx_spinlock *l);
+/** sx_spin_unlock() - release a spinlock */
+void sx_spin_unlock(struct sx_spinlock *l);
+
+/** sx_cond_init() - initialise a condition variable */
+void sx_cond_init(struct sx_cond *c);
+/** sx_cond_destroy() - release a condition variable's resources */
+void sx_cond_destroy(struct sx_cond *c);
+/** sx_cond_wait() - atomically release @m, sleep until woken, retake @m */
+void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m);
+/** sx_cond_broadcast() - wake every waiter of @c */
+void sx_cond_broadcast(struct sx_cond *c);
+
+/*
+ * Atomics: struct sx_atomic (32-bit) and struct sx_atomic64, defined by the
+ * glue.  All operations are sequentially consistent.
+ */
+/** sx_atomic_read() - read a 32-bit atomic */
+s32 sx_atomic_read(const struct sx_atomic *a);
+/** sx_atomic_set() - set a 32-bit atomic */
+void sx_atomic_set(struct sx_atomic *a, s32 v);
+/** sx_atomic_add_return() - add @v and return the new value */
+s32 sx_atomic_add_return(struct sx_atomic *a, s32 v);
+/** sx_atomic_cmpxchg() - set to @new if equal to @old; returns the old value */
+s32 sx_atomic_cmpxchg(struct sx_atomic *a, s32 old, s32 new);
+/** sx_atomic64_read() - read a 64-bit atomic */
+s64 sx_atomic64_read(const struct sx_atomic64 *a);
+/** sx_atomic64_set() - set a 64-bit atomic */
+void sx_atomic64_set(struct sx_atomic64 *a, s64 v);
+/** sx_atomic64_add_return() - add @v and return the new value */
+s64 sx_atomic64_add_return(struct sx_atomic64 *a, s64 v);
+/** sx_atomic64_cmpxchg() - set to @new if equal to @old; returns the old value */
+s64 sx_atomic64_cmpxchg(struct sx_atomic64 *a, s64 old, s64 new);
+
+/*
+ * RCU.  Readers bracket lookups with sx_rcu_read_lock()/unlock(); writers
+ * publish with sx_rcu_assign_pointer() (a glue macro, as is
+ * sx_rcu_dereference()) and free with sx_call_rcu() or after
+ * sx_synchronize_rcu().  Every thread that uses RCU calls sx_thread_enter()
+ * first and sx_thread_exit() before it ends (liburcu registration in
+ * userspace; nothing in the kernel).
+ */
+/** sx_thread_enter() - register the calling thread with the platform */
+void sx_thread_enter(void);
+/** sx_thread_exit() - unregister the calling thread */
+void sx_thread_exit(void);
+/** sx_rcu_read_lock() - begin an RCU read-side critical section */
+void sx_rcu_read_lock(void);
+/** sx_rcu_read_unlock() - end an RCU read-side critical section */
+void sx_rcu_read_unlock(void);
+/** sx_synchronize_rcu() - wait until every pre-existing reader has finished */
+void sx_synchronize_rcu(void);
+/** sx_call_rcu() - run @fn(@head) after a grace period */
+void sx_call_rcu(struct sx_rcu_head *head, void (*fn)(struct sx_rcu_head *head));
+/** sx_rcu_barrier() - wait for every queued sx_call_rcu() callback to run */
+void sx_rcu_barrier(void);
+
+/* Time. */
+/** sx_now_ns() - monotonic time in nanoseconds */
+u64 sx_now_ns(void);
+/** sx_wall_ns() - wall-clock time in nanoseconds since the Unix epoch */
+u64 sx_wall_ns(void);
+
+/*
+ * Logging.  Levels follow syslog.  In userspace the message goes to a
+ * callback that a program or test may replace; in the kernel to printk.
+ */
+enum sx_log_level {
+	SX_LOG_ERR = 3,
+	SX_LOG_WARN = 4,
+	SX_LOG_INFO = 6,
+	SX_LOG_DEBUG = 7,
+};
+/** sx_log_emit() - emit one formatted log message at @level */
+void sx_log_emit(enum sx_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * crc32c (Castagnoli).  Like the kernel's crc32c(): @crc is the running
+ * value, with no pre- or post-inversion.  Checksums on disk are
+ * ~sx_crc32c(~0, buf, len) (see sx_cksum() in engine/util.h).
+ */
+/** sx_crc32c() - update a running crc32c with @len bytes at @buf */
+u32 sx_crc32c(u32 crc, const void *buf, size_t len);
+
+/*
+ * Named fault-injection sites.  Engine code calls sx_fault("site") at points
+ * where a failure is worth testing; it returns 0, or the negative errno that a
+ * test has armed for that site.  Builds without fault injection return 0.
+ */
+/** sx_fault() - 0, or the error armed for the fault site @site */
+int sx_fault(const char *site);
+
+/*
+ * Block devices.  Offsets and lengths are in bytes and are multiples of the
+ * device's sector size.  write() with SX_BDEV_FUA is durable when it returns;
+ * any other write is durable only after a later flush() returns.  flush()
+ * makes every write that completed before it durable.
+ */
+#define SX_BDEV_FUA	(1u << 0)
+
+struct sx_bdev;
+
+struct sx_bdev_ops {
+	int (*read)(struct sx_bdev *bd, u64 off, void *buf, size_t len);
+	int (*write)(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
+		     unsigned int flags);
+	int (*flush)(struct sx_bdev *bd);
+	/* optional: tell the device a range no longer holds data */
+	int (*discard)(struct sx_bdev *bd, u64 off, u64 len);
+	/* release the device and its context */
+	void (*destroy)(struct sx_bdev *bd);
+};
+
+struct sx_bdev {
+	const struct sx_bdev_ops *bd_ops;
+	void		*bd_ctx;	/* the implementation's state */
+	u64		bd_size;	/* bytes */
+	u32		bd_sectsize;	/* logical sector size, a power of 2 */
+};
+
+#endif /* SWAPEXT_PLATFORM_H */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * swapext platform header for POSIX userspace.
+ *
+ * engine/ files include only this header (by the name "sx_platform.h") and
+ * engine headers; -Iuser-glue selects this file, -Ikernel-glue the kernel's.
+ * It supplies the kernel-like base types and helpers the engine is written
+ * against, then the common contract in <swapext/platform.h>.
+ */
+#ifndef SX_PLATFORM_USER_H
+#define SX_PLATFORM_USER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <string.h>
+#include <errno.h>
+#include <endian.h>
+#include <limits.h>
+#include <pthread.h>
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int8_t s8;
+typedef int16_t s16;
+typedef int32_t s32;
+typedef int64_t s64;
+
+/* Little-endian on-disk types; distinct names document intent. */
+typedef uint16_t __le16;
+typedef uint32_t __le32;
+typedef uint64_t __le64;
+
+#define cpu_to_le16(x)	((__le16)htole16(x))
+#define cpu_to_le32(x)	((__le32)htole32(x))
+#define cpu_to_le64(x)	((__le64)htole64(x))
+#define le16_to_cpu(x)	((u16)le16toh(x))
+#define le32_to_cpu(x)	((u32)le32toh(x))
+#define le64_to_cpu(x)	((u64)le64toh(x))
+
+#ifndef EFSCORRUPTED
+#define EFSCORRUPTED	EUCLEAN		/* bad metadata */
+#endif
+#ifndef EFSBADCRC
+#define EFSBADCRC	EBADMSG		/* checksum mismatch */
+#endif
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
+#define SX_PACKED	__attribute__((packed))
+#define SX_UNUSED	__attribute__((unused))
+
+/* Symbols of the public API; everything else is hidden in libswapext.so. */
+#define SX_API		__attribute__((visibility("default")))
+
+/* Lock and atomic types (implemented in user-glue/platform_os.c). */
+struct sx_mutex {
+	pthread_mutex_t	m_lock;
+	pthread_t	m_owner;
+	bool		m_held;
+};
+
+struct sx_rwsem {
+	pthread_rwlock_t s_lock;
+	pthread_t	s_writer;
+	bool		s_write_held;
+};
+
+struct sx_spinlock {
+	pthread_mutex_t	l_lock;		/* as xfsprogs does: a mutex */
+};
+
+struct sx_cond {
+	pthread_cond_t	c_cond;
+};
+
+struct sx_atomic {
+	int32_t		a_val;
+};
+
+struct sx_atomic64 {
+	int64_t		a_val;
+};
+
+/* Matches liburcu's struct rcu_head layout by embedding it opaquely. */
+struct sx_rcu_head {
+	void		*rh_next;
+	void		(*rh_func)(void *head);
+	void		(*rh_cb)(struct sx_rcu_head *head);
+};
+
+#define sx_rcu_dereference(p)	__atomic_load_n(&(p), __ATOMIC_CONSUME)
+#define sx_rcu_assign_pointer(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+
+/* Assertions: ASSERT is debug-only, VERIFY is always checked. */
+void sx_assert_fail(const char *expr, const char *file, int line)
+	__attribute__((noreturn));
+
+#define VERIFY(expr) \
+	do { if (unlikely(!(expr))) sx_assert_fail(#expr, __FILE__, __LINE__); } while (0)
+#ifdef SX_DEBUG
+#define ASSERT(expr)	VERIFY(expr)
+#else
+#define ASSERT(expr)	do { (void)sizeof(!(expr)); } while (0)
+#endif
+
+#include <swapext/platform.h>
+
+#endif /* SX_PLATFORM_USER_H */
