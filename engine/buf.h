@@ -27,21 +27,35 @@ struct sx_buf_ops {
 #define SX_BUF_CHUNK		128
 #define SX_BUF_MAP_WORDS	(SX_MAX_BLOCKSIZE / SX_BUF_CHUNK / 64)
 
+/* b_flags: changed only by the holder of b_lock */
 enum {
-	SX_BUF_DIRTY	= (1u << 0),	/* committed changes not written back */
-	SX_BUF_STALE	= (1u << 1),	/* no longer metadata; never written */
-	SX_BUF_NEW	= (1u << 2),	/* initialised in the current transaction */
-	SX_BUF_VERIFIED	= (1u << 3),	/* contents passed the read verifier */
-	SX_BUF_HOLD	= (1u << 4),	/* stays locked across commit/roll */
+	SX_BUF_NEW	= (1u << 0),	/* initialised in the current transaction */
+	SX_BUF_VERIFIED	= (1u << 1),	/* contents passed the verifier for b_ops */
+	SX_BUF_HOLD	= (1u << 2),	/* stays locked across commit/roll */
+	SX_BUF_LOGGED	= (1u << 3),	/* changed in the current transaction */
+	SX_BUF_INVAL	= (1u << 4),	/* binval'd in the current transaction */
 };
 
+/* b_state: changed only under the cache lock */
+enum {
+	SX_BS_DIRTY	= (1u << 0),	/* committed changes not written back */
+	SX_BS_STALE	= (1u << 1),	/* no longer metadata; never written */
+	SX_BS_INVALID	= (1u << 2),	/* contents unusable (read failed, cancelled init) */
+	SX_BS_LRU	= (1u << 3),	/* on the LRU */
+};
+
+struct sx_bcache;
+
 struct sx_buf {
+	struct sx_bcache *b_bc;		/* the cache it belongs to */
 	u64		b_blkno;
 	void		*b_data;
 	const struct sx_buf_ops *b_ops;
 	u64		b_owner;
-	u32		b_flags;
-	u32		b_refs;		/* under the cache lock */
+	u32		b_flags;	/* SX_BUF_*, under b_lock */
+	/* the rest of this block is under the cache lock */
+	u32		b_state;	/* SX_BS_* */
+	u32		b_refs;
 	u32		b_pin;		/* commits waiting for a log force */
 	u64		b_lsn;		/* LSN of the last change in a written record */
 	u64		b_first_lsn;	/* LSN of the oldest change not written back */
@@ -53,6 +67,7 @@ struct sx_buf {
 	struct sx_trans	*b_trans;
 	struct sx_list	b_tlist;	/* on the transaction's buffer list */
 	void		*b_orig;	/* contents before this transaction, for cancel */
+	u32		b_tcost;	/* worst-case log bytes of its changes */
 	u64		b_logmap[SX_BUF_MAP_WORDS];
 };
 
@@ -138,8 +153,19 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp);
  */
 int sx_buf_writeback(struct sx_mount *mp, u64 *oldest);
 
-/* Mark a buffer dirty with its first change at @lsn (from the log). */
-void sx_buf_mark_logged(struct sx_mount *mp, struct sx_buf *bp, u64 lsn);
+/*
+ * The log's side: a commit pins each changed buffer (dirty, not writable,
+ * referenced); the force that makes the change durable unpins it at @lsn.
+ * A committed binval makes the buffer stale instead.
+ */
+void sx_buf_pin(struct sx_mount *mp, struct sx_buf *bp, bool stale);
+void sx_buf_unpin(struct sx_mount *mp, struct sx_buf *bp, u64 lsn);
+
+/* sx_bcache_pressure() - true when dirty buffers fill most of the cache */
+bool sx_bcache_pressure(struct sx_mount *mp);
+
+/* sx_buf_invalidate() - drop a locked buffer's contents (cancelled init) */
+void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp);
 
 /* Stamp header LSN and CRC in @data, which is @blkno's contents. */
 void sx_buf_stamp(struct sx_mount *mp, void *data, u64 lsn);

@@ -32,6 +32,7 @@ struct sx_mount {
 	struct sx_bcache *m_bcache;
 	struct sx_alloc	*m_alloc;
 	struct sx_recovery_stats m_rstats;
+	struct sx_list	m_rintents;	/* unfinished intents found by recovery */
 };
 
 /** sx_is_shutdown() - true once the mount has stopped all I/O */

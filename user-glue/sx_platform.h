@@ -19,6 +19,8 @@
 #include <endian.h>
 #include <limits.h>
 #include <pthread.h>
+#include <urcu/urcu-memb.h>
+#include <stdio.h>		/* vsnprintf/snprintf, which the kernel also has */
 
 typedef uint8_t u8;
 typedef uint16_t u16;
@@ -29,10 +31,20 @@ typedef int16_t s16;
 typedef int32_t s32;
 typedef int64_t s64;
 
-/* Little-endian on-disk types; distinct names document intent. */
+/*
+ * Little-endian on-disk types; distinct names document intent.  On Linux
+ * they come from <linux/types.h>, which glibc's <sys/stat.h> and every
+ * <linux/...> header include: a second, different typedef of __le64
+ * (uint64_t is unsigned long, the kernel's is unsigned long long) would
+ * not compile in any glue file that needs those headers.
+ */
+#ifdef __linux__
+#include <linux/types.h>
+#else
 typedef uint16_t __le16;
 typedef uint32_t __le32;
 typedef uint64_t __le64;
+#endif
 
 #define cpu_to_le16(x)	((__le16)htole16(x))
 #define cpu_to_le32(x)	((__le32)htole32(x))
@@ -90,15 +102,24 @@ struct sx_atomic64 {
 	int64_t		a_val;
 };
 
-/* Matches liburcu's struct rcu_head layout by embedding it opaquely. */
+/*
+ * RCU is liburcu's "memb" flavour (link with -lurcu-memb).  liburcu queues
+ * its own struct rcu_head and calls back with a pointer to it; the glue
+ * finds the sx_rcu_head around it and calls the engine's callback, so the
+ * engine never sees a liburcu type.
+ */
 struct sx_rcu_head {
-	void		*rh_next;
-	void		(*rh_func)(void *head);
-	void		(*rh_cb)(struct sx_rcu_head *head);
+	struct rcu_head	rh_urcu;	/* what liburcu queues */
+	void		(*rh_func)(struct sx_rcu_head *head);
 };
 
+/*
+ * Same ordering as liburcu's rcu_dereference()/rcu_assign_pointer(), but
+ * inline: without _LGPL_SOURCE liburcu's versions are out-of-line calls.
+ */
 #define sx_rcu_dereference(p)	__atomic_load_n(&(p), __ATOMIC_CONSUME)
-#define sx_rcu_assign_pointer(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#define sx_rcu_assign_pointer(p, v) \
+	do { __atomic_store_n(&(p), (v), __ATOMIC_RELEASE); } while (0)
 
 /* Assertions: ASSERT is debug-only, VERIFY is always checked. */
 void sx_assert_fail(const char *expr, const char *file, int line)
@@ -113,5 +134,13 @@ void sx_assert_fail(const char *expr, const char *file, int line)
 #endif
 
 #include <swapext/platform.h>
+
+/*
+ * Userspace-only: run sx_crc32c() with the named implementation ("sw" for
+ * slice-by-8 tables, "sse4.2" for the crc32 instruction, NULL for the best
+ * this CPU has), so that tests can check each one.  Returns -EOPNOTSUPP if
+ * the CPU lacks it, -ENOENT for an unknown name.  Not for engine/ use.
+ */
+SX_API int sx_crc32c_select(const char *name);
 
 #endif /* SX_PLATFORM_USER_H */

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Metadata buffer cache.
+ *
+ * Lock order: a buffer's b_lock, then the log's locks, then the cache lock.
+ * The cache lock covers the hash, the LRU, the dirty list and each buffer's
+ * b_state, b_refs, b_pin and LSNs; b_lock covers the contents and b_flags.
+ */
+#include "util.h"
+#include "buf.h"
+#include "mount.h"
+
+struct sx_bcache {
+	struct sx_mutex	bc_lock;
+	u32		bc_nhash;	/* power of 2 */
+	struct sx_list	*bc_hash;
+	struct sx_list	bc_lru;		/* unreferenced, clean: reclaimable */
+	struct sx_list	bc_dirty;	/* each holds a reference */
+	u32		bc_max;
+	u32		bc_count;
+	u32		bc_ndirty;
+	struct sx_bcache_stats bc_stats;
+};
+
+/* Bucket of @blkno. */
+static struct sx_list *sx_bcache_bucket(struct sx_bcache *bc, u64 blkno)
+{
+	u64 h = blkno * 0x9e3779b97f4a7c15ull;
+
+	return &bc->bc_hash[(h >> 32) & (bc->bc_nhash - 1)];
+}
+
+/* Set up the buffer cache of @mp. */
+int sx_bcache_init(struct sx_mount *mp, u32 max)
+{
+	struct sx_bcache *bc;
+	u32 i;
+
+	bc = sx_zalloc(sizeof(*bc), 0);
+	if (!bc)
+		return -ENOMEM;
+	bc->bc_max = max ? max : 4096;
+	if (bc->bc_max < 64)
+		bc->bc_max = 64;
+	bc->bc_nhash = 256;
+	while (bc->bc_nhash < bc->bc_max && bc->bc_nhash < (1u << 20))
+		bc->bc_nhash <<= 1;
+	bc->bc_hash = sx_alloc(sizeof(*bc->bc_hash) * bc->bc_nhash, 0);
+	if (!bc->bc_hash) {
+		sx_free(bc);
+		return -ENOMEM;
+	}
+	for (i = 0; i < bc->bc_nhash; i++)
+		sx_list_init(&bc->bc_hash[i]);
+	sx_list_init(&bc->bc_lru);
+	sx_list_init(&bc->bc_dirty);
+	sx_mutex_init(&bc->bc_lock);
+	mp->m_bcache = bc;
+	return 0;
+}
+
+/* Free one buffer that is out of every list. */
+static void sx_buf_free(struct sx_buf *bp)
+{
+	sx_mutex_destroy(&bp->b_lock);
+	sx_free(bp->b_orig);
+	sx_free(bp->b_data);
+	sx_free(bp);
+}
+
+/* Take @bp out of the cache and free it (cache lock held, no references). */
+static void sx_bcache_evict(struct sx_bcache *bc, struct sx_buf *bp)
+{
+	ASSERT(bp->b_refs == 0 && bp->b_pin == 0);
+	if (bp->b_state & SX_BS_LRU)
+		sx_list_del(&bp->b_lru);
+	sx_list_del(&bp->b_hash);
+	bc->bc_count--;
+	sx_buf_free(bp);
+}
+
+/* Free every buffer; a shut-down mount may still have dirty ones. */
+void sx_bcache_destroy(struct sx_mount *mp)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	struct sx_list *pos, *n;
+	u32 i;
+
+	if (!bc)
+		return;
+	for (i = 0; i < bc->bc_nhash; i++) {
+		sx_list_for_each_safe(pos, n, &bc->bc_hash[i]) {
+			struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
+
+			sx_list_del(&bp->b_hash);
+			sx_list_del(&bp->b_dirty);
+			sx_list_del(&bp->b_lru);
+			sx_buf_free(bp);
+		}
+	}
+	sx_mutex_destroy(&bc->bc_lock);
+	sx_free(bc->bc_hash);
+	sx_free(bc);
+	mp->m_bcache = NULL;
+}
+
+/* Copy the counters. */
+void sx_bcache_get_stats(struct sx_mount *mp, struct sx_bcache_stats *st)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+
+	sx_mutex_lock(&bc->bc_lock);
+	*st = bc->bc_stats;
+	st->bs_cached = bc->bc_count;
+	st->bs_dirty = bc->bc_ndirty;
+	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/* Reclaim clean unreferenced buffers until the cache is within @target. */
+static void sx_bcache_shrink(struct sx_bcache *bc, u32 target)
+{
+	while (bc->bc_count > target && !sx_list_empty(&bc->bc_lru)) {
+		struct sx_buf *bp = sx_list_first(&bc->bc_lru, struct sx_buf, b_lru);
+
+		sx_bcache_evict(bc, bp);
+		bc->bc_stats.bs_reclaims++;
+	}
+}
+
+/* Drop every clean unreferenced buffer. */
+void sx_bcache_purge(struct sx_mount *mp)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+
+	sx_mutex_lock(&bc->bc_lock);
+	sx_bcache_shrink(bc, 0);
+	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/* True when dirty buffers use three quarters of the cache. */
+bool sx_bcache_pressure(struct sx_mount *mp)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	bool ret;
+
+	sx_mutex_lock(&bc->bc_lock);
+	ret = bc->bc_ndirty > bc->bc_max / 4 * 3;
+	sx_mutex_unlock(&bc->bc_lock);
+	return ret;
+}
+
+/* Look up @blkno and take a reference (cache lock held). */
+static struct sx_buf *sx_bcache_find(struct sx_bcache *bc, u64 blkno)
+{
+	struct sx_list *head = sx_bcache_bucket(bc, blkno), *pos;
+
+	sx_list_for_each(pos, head) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
+
+		if (bp->b_blkno != blkno || (bp->b_state & SX_BS_INVALID))
+			continue;
+		if (bp->b_state & SX_BS_LRU) {
+			sx_list_del(&bp->b_lru);
+			bp->b_state &= ~SX_BS_LRU;
+		}
+		bp->b_refs++;
+		return bp;
+	}
+	return NULL;
+}
+
+/* Take another reference to a referenced buffer. */
+void sx_buf_hold(struct sx_buf *bp)
+{
+	sx_mutex_lock(&bp->b_bc->bc_lock);
+	ASSERT(bp->b_refs > 0);
+	bp->b_refs++;
+	sx_mutex_unlock(&bp->b_bc->bc_lock);
+}
+
+/* Drop a reference under the cache lock; the last one parks or frees it. */
+static void sx_buf_rele_locked(struct sx_bcache *bc, struct sx_buf *bp)
+{
+	ASSERT(bp->b_refs > 0);
+	if (--bp->b_refs > 0)
+		return;
+	if (bp->b_state & (SX_BS_INVALID | SX_BS_STALE)) {
+		sx_bcache_evict(bc, bp);
+		return;
+	}
+	bp->b_state |= SX_BS_LRU;
+	sx_list_add_tail(&bp->b_lru, &bc->bc_lru);
+	if (bc->bc_count > bc->bc_max)
+		sx_bcache_shrink(bc, bc->bc_max);
+}
+
+/*
+ * Find or create the buffer of @blkno, referenced and locked.  *@newp says
+ * whether it was just created (contents not read yet).
+ */
+static int sx_buf_find_lock(struct sx_mount *mp, u64 blkno, struct sx_buf **bpp,
+			    bool *newp)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	struct sx_buf *bp, *nbp = NULL;
+
+	if (blkno >= mp->m_sb.sb_dblocks)
+		return -EFSCORRUPTED;
+again:
+	sx_mutex_lock(&bc->bc_lock);
+	bp = sx_bcache_find(bc, blkno);
+	if (bp) {
+		bc->bc_stats.bs_hits++;
+		sx_mutex_unlock(&bc->bc_lock);
+		if (nbp)
+			sx_buf_free(nbp);
+		nbp = NULL;
+		sx_mutex_lock(&bp->b_lock);
+		if (bp->b_state & SX_BS_INVALID) {
+			/* the read that created it failed: try again */
+			sx_mutex_unlock(&bp->b_lock);
+			sx_buf_rele(bp);
+			goto again;
+		}
+		*bpp = bp;
+		*newp = false;
+		return 0;
+	}
+	if (!nbp) {
+		sx_mutex_unlock(&bc->bc_lock);
+		nbp = sx_zalloc(sizeof(*nbp), SX_NOFS);
+		if (!nbp)
+			return -ENOMEM;
+		nbp->b_data = sx_zalloc(mp->m_bsize, SX_NOFS);
+		if (!nbp->b_data) {
+			sx_free(nbp);
+			return -ENOMEM;
+		}
+		nbp->b_blkno = blkno;
+		nbp->b_bc = bc;
+		sx_mutex_init(&nbp->b_lock);
+		sx_list_init(&nbp->b_lru);
+		sx_list_init(&nbp->b_dirty);
+		sx_list_init(&nbp->b_tlist);
+		sx_list_init(&nbp->b_hash);
+		goto again;
+	}
+	bc->bc_stats.bs_misses++;
+	nbp->b_refs = 1;
+	sx_list_add(&nbp->b_hash, sx_bcache_bucket(bc, blkno));
+	bc->bc_count++;
+	/* lock before anyone else can find it, so they wait for the read */
+	sx_mutex_lock(&nbp->b_lock);
+	if (bc->bc_count > bc->bc_max)
+		sx_bcache_shrink(bc, bc->bc_max);
+	sx_mutex_unlock(&bc->bc_lock);
+	*bpp = nbp;
+	*newp = true;
+	return 0;
+}
+
+/* Check the generic header, then the type's own checks. */
+int sx_buf_verify(struct sx_mount *mp, const void *data, u64 blkno,
+		  const struct sx_buf_ops *ops, u64 owner)
+{
+	const struct sx_dblk_hdr *hdr = data;
+
+	if (le32_to_cpu(hdr->bh_crc) !=
+	    sx_cksum_skip(data, mp->m_bsize, offsetof(struct sx_dblk_hdr, bh_crc))) {
+		sx_warn(mp, "%s block %llu: bad CRC", ops->bo_name,
+			(unsigned long long)blkno);
+		return -EFSBADCRC;
+	}
+	if (SX_IS_CORRUPT(mp, le32_to_cpu(hdr->bh_magic) != ops->bo_magic) ||
+	    SX_IS_CORRUPT(mp, le64_to_cpu(hdr->bh_blkno) != blkno) ||
+	    SX_IS_CORRUPT(mp, memcmp(hdr->bh_uuid, mp->m_sb.sb_uuid, SX_UUID_SIZE) != 0) ||
+	    SX_IS_CORRUPT(mp, le64_to_cpu(hdr->bh_owner) != owner))
+		return -EFSCORRUPTED;
+	if (ops->bo_verify)
+		return ops->bo_verify(mp, data);
+	return 0;
+}
+
+/* Read and verify a block into a locked buffer. */
+int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
+		u64 owner, struct sx_buf **bpp)
+{
+	struct sx_buf *bp;
+	bool isnew;
+	int error;
+
+	error = sx_buf_find_lock(mp, blkno, &bp, &isnew);
+	if (error)
+		return error;
+	if (isnew) {
+		error = sx_fault("buf_read");
+		if (!error)
+			error = sx_dev_read(mp, blkno, 1, bp->b_data);
+		if (error)
+			goto out_invalid;
+	}
+	if (!(bp->b_flags & SX_BUF_VERIFIED) || bp->b_ops != ops || bp->b_owner != owner) {
+		error = sx_buf_verify(mp, bp->b_data, blkno, ops, owner);
+		if (error)
+			goto out_invalid;
+		bp->b_ops = ops;
+		bp->b_owner = owner;
+		bp->b_flags |= SX_BUF_VERIFIED;
+	}
+	*bpp = bp;
+	return 0;
+
+out_invalid:
+	/* a dirty buffer's contents are newer than the disk: keep them */
+	if (isnew)
+		sx_buf_invalidate(mp, bp);
+	sx_buf_relse(bp);
+	return error;
+}
+
+/* Return a locked buffer for a block about to be initialised. */
+int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
+	       u64 owner, struct sx_buf **bpp)
+{
+	struct sx_buf *bp;
+	bool isnew;
+	int error;
+
+	error = sx_buf_find_lock(mp, blkno, &bp, &isnew);
+	if (error)
+		return error;
+	bp->b_ops = ops;
+	bp->b_owner = owner;
+	bp->b_flags |= SX_BUF_VERIFIED;
+	*bpp = bp;
+	return 0;
+}
+
+/* Read one block directly from the device. */
+int sx_buf_read_raw(struct sx_mount *mp, u64 blkno, void *data)
+{
+	if (blkno >= mp->m_sb.sb_dblocks)
+		return -EFSCORRUPTED;
+	return sx_dev_read(mp, blkno, 1, data);
+}
+
+/* Mark a locked buffer's contents unusable so the next lookup rereads. */
+void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+
+	sx_mutex_lock(&bc->bc_lock);
+	if (!(bp->b_state & SX_BS_DIRTY) && bp->b_pin == 0)
+		bp->b_state |= SX_BS_INVALID;
+	sx_mutex_unlock(&bc->bc_lock);
+	bp->b_flags &= ~SX_BUF_VERIFIED;
+}
+
+/* Lock a referenced buffer. */
+void sx_buf_lock(struct sx_buf *bp)
+{
+	sx_mutex_lock(&bp->b_lock);
+}
+
+/* Unlock a buffer. */
+void sx_buf_unlock(struct sx_buf *bp)
+{
+	sx_mutex_unlock(&bp->b_lock);
+}
+
+/* Drop a reference. */
+void sx_buf_rele(struct sx_buf *bp)
+{
+	struct sx_bcache *bc = bp->b_bc;
+
+	sx_mutex_lock(&bc->bc_lock);
+	sx_buf_rele_locked(bc, bp);
+	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/* Unlock and release. */
+void sx_buf_relse(struct sx_buf *bp)
+{
+	sx_buf_unlock(bp);
+	sx_buf_rele(bp);
+}
+
+/* Fill the generic header of a new metadata block. */
+void sx_buf_init_hdr(struct sx_mount *mp, struct sx_buf *bp, u32 magic, u64 owner)
+{
+	struct sx_dblk_hdr *hdr = bp->b_data;
+
+	hdr->bh_magic = cpu_to_le32(magic);
+	hdr->bh_crc = 0;
+	hdr->bh_blkno = cpu_to_le64(bp->b_blkno);
+	hdr->bh_owner = cpu_to_le64(owner);
+	hdr->bh_lsn = 0;
+	memcpy(hdr->bh_uuid, mp->m_sb.sb_uuid, SX_UUID_SIZE);
+	bp->b_owner = owner;
+}
+
+/* Stamp the LSN and CRC of a metadata block image. */
+void sx_buf_stamp(struct sx_mount *mp, void *data, u64 lsn)
+{
+	struct sx_dblk_hdr *hdr = data;
+
+	hdr->bh_lsn = cpu_to_le64(lsn);
+	hdr->bh_crc = cpu_to_le32(sx_cksum_skip(data, mp->m_bsize,
+						offsetof(struct sx_dblk_hdr, bh_crc)));
+}
+
+/*
+ * Write a locked buffer in place.  The write verifier runs first: writing a
+ * block that would not pass the read verifier would turn a memory error
+ * into on-disk corruption, so the mount shuts down instead.
+ */
+int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
+{
+	u64 lsn;
+	int error;
+
+	sx_mutex_lock(&mp->m_bcache->bc_lock);
+	lsn = bp->b_lsn;
+	sx_mutex_unlock(&mp->m_bcache->bc_lock);
+	sx_buf_stamp(mp, bp->b_data, lsn);
+	if (bp->b_ops) {
+		error = sx_buf_verify(mp, bp->b_data, bp->b_blkno, bp->b_ops, bp->b_owner);
+		if (error) {
+			sx_err(mp, "refusing to write corrupt %s block %llu",
+			       bp->b_ops->bo_name, (unsigned long long)bp->b_blkno);
+			sx_force_shutdown(mp, -EFSCORRUPTED);
+			return -EFSCORRUPTED;
+		}
+	}
+	error = sx_fault("buf_write");
+	if (error) {
+		sx_force_shutdown(mp, error);
+		return error;
+	}
+	return sx_dev_write(mp, bp->b_blkno, 1, bp->b_data, 0);
+}
+
+/* Write every dirty buffer that is unpinned and not held by a transaction. */
+int sx_buf_writeback(struct sx_mount *mp, u64 *oldest)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	struct sx_buf **list = NULL;
+	struct sx_list *pos;
+	u32 n = 0, i, cap;
+	int error = 0;
+	u64 min = 0;
+
+	sx_mutex_lock(&bc->bc_lock);
+	cap = bc->bc_ndirty;
+	sx_mutex_unlock(&bc->bc_lock);
+	if (cap) {
+		list = sx_alloc(sizeof(*list) * cap, SX_NOFS);
+		if (!list)
+			return -ENOMEM;
+	}
+	sx_mutex_lock(&bc->bc_lock);
+	sx_list_for_each(pos, &bc->bc_dirty) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_dirty);
+
+		if (n == cap)
+			break;
+		if (bp->b_pin)
+			continue;
+		bp->b_refs++;
+		list[n++] = bp;
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+
+	for (i = 0; i < n; i++) {
+		struct sx_buf *bp = list[i];
+
+		if (!error && sx_mutex_trylock(&bp->b_lock)) {
+			bool writable;
+
+			sx_mutex_lock(&bc->bc_lock);
+			writable = bp->b_pin == 0 && (bp->b_state & SX_BS_DIRTY) &&
+				   !(bp->b_state & SX_BS_STALE);
+			sx_mutex_unlock(&bc->bc_lock);
+			if (writable) {
+				error = sx_buf_write(mp, bp);
+				if (!error) {
+					sx_mutex_lock(&bc->bc_lock);
+					bp->b_state &= ~SX_BS_DIRTY;
+					bp->b_first_lsn = 0;
+					sx_list_del(&bp->b_dirty);
+					bc->bc_ndirty--;
+					bc->bc_stats.bs_writebacks++;
+					/* the dirty list's reference */
+					sx_buf_rele_locked(bc, bp);
+					sx_mutex_unlock(&bc->bc_lock);
+				}
+			}
+			sx_mutex_unlock(&bp->b_lock);
+		}
+		sx_buf_rele(bp);
+	}
+	sx_free(list);
+
+	sx_mutex_lock(&bc->bc_lock);
+	sx_list_for_each(pos, &bc->bc_dirty) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_dirty);
+
+		if (bp->b_first_lsn && (!min || bp->b_first_lsn < min))
+			min = bp->b_first_lsn;
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+	*oldest = min;
+	return error;
+}
+
+/* A commit changed @bp: keep it in memory and off the disk until forced. */
+void sx_buf_pin(struct sx_mount *mp, struct sx_buf *bp, bool stale)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+
+	sx_mutex_lock(&bc->bc_lock);
+	bp->b_pin++;
+	bp->b_refs++;			/* the log's reference, dropped at unpin */
+	if (stale) {
+		bp->b_state |= SX_BS_STALE;
+		if (bp->b_state & SX_BS_DIRTY) {
+			bp->b_state &= ~SX_BS_DIRTY;
+			bp->b_first_lsn = 0;
+			sx_list_del(&bp->b_dirty);
+			bc->bc_ndirty--;
+			sx_buf_rele_locked(bc, bp);
+		}
+	} else {
+		bp->b_state &= ~SX_BS_STALE;
+		if (!(bp->b_state & SX_BS_DIRTY)) {
+			bp->b_state |= SX_BS_DIRTY;
+			bp->b_refs++;		/* the dirty list's reference */
+			sx_list_add_tail(&bp->b_dirty, &bc->bc_dirty);
+			bc->bc_ndirty++;
+		}
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/* The change pinned by sx_buf_pin() is durable in the record at @lsn. */
+void sx_buf_unpin(struct sx_mount *mp, struct sx_buf *bp, u64 lsn)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+
+	sx_mutex_lock(&bc->bc_lock);
+	ASSERT(bp->b_pin > 0);
+	bp->b_pin--;
+	if (lsn > bp->b_lsn)
+		bp->b_lsn = lsn;
+	if ((bp->b_state & SX_BS_DIRTY) && !bp->b_first_lsn)
+		bp->b_first_lsn = lsn;
+	sx_buf_rele_locked(bc, bp);
+	sx_mutex_unlock(&bc->bc_lock);
+}

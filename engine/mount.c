@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Mount and unmount, shutdown, and device I/O in filesystem blocks.
+ */
+#include "util.h"
+#include "mount.h"
+#include "buf.h"
+#include "log.h"
+#include "alloc.h"
+
+/* Stop all further I/O; the first error is the one reported. */
+void sx_force_shutdown(struct sx_mount *mp, int error)
+{
+	u32 old = __atomic_fetch_or(&mp->m_flags, SX_MF_SHUTDOWN, __ATOMIC_ACQ_REL);
+
+	if (old & SX_MF_SHUTDOWN)
+		return;
+	mp->m_shutdown_error = error;
+	sx_err(mp, "shutting down after error %d; no further I/O", error);
+}
+
+/* Check that [@blkno, @blkno + @count) lies on the filesystem. */
+static int sx_dev_check(struct sx_mount *mp, u64 blkno, u32 count)
+{
+	if (count == 0 || blkno >= mp->m_sb.sb_dblocks ||
+	    count > mp->m_sb.sb_dblocks - blkno)
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* Read @count blocks at @blkno. */
+int sx_dev_read(struct sx_mount *mp, u64 blkno, u32 count, void *buf)
+{
+	int error = sx_dev_check(mp, blkno, count);
+
+	if (error)
+		return error;
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	return mp->m_bdev->bd_ops->read(mp->m_bdev, blkno << mp->m_blog, buf,
+					(size_t)count << mp->m_blog);
+}
+
+/* Write @count blocks at @blkno; a failure shuts the mount down. */
+int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf,
+		 unsigned int flags)
+{
+	int error = sx_dev_check(mp, blkno, count);
+
+	if (error)
+		return error;
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	error = mp->m_bdev->bd_ops->write(mp->m_bdev, blkno << mp->m_blog, buf,
+					  (size_t)count << mp->m_blog, flags);
+	if (error)
+		sx_force_shutdown(mp, error);
+	return error;
+}
+
+/* Make completed writes durable; a failure shuts the mount down. */
+int sx_dev_flush(struct sx_mount *mp)
+{
+	int error;
+
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	error = mp->m_bdev->bd_ops->flush(mp->m_bdev);
+	if (error)
+		sx_force_shutdown(mp, error);
+	return error;
+}
+
+/* Write the in-core superblock over the older copy (m_sb_lock held). */
+int sx_write_sb(struct sx_mount *mp)
+{
+	int error;
+
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	error = sx_fault("sb_write");
+	if (!error)
+		error = sx_sb_write(mp->m_bdev, &mp->m_sb);
+	if (error)
+		sx_force_shutdown(mp, error);
+	return error;
+}
+
+/* Free a mount and everything it set up. */
+static void sx_mount_free(struct sx_mount *mp)
+{
+	sx_alloc_destroy(mp);
+	sx_log_destroy(mp);
+	sx_bcache_destroy(mp);
+	sx_mutex_destroy(&mp->m_sb_lock);
+	sx_free(mp);
+}
+
+/* Open the filesystem on @bd. */
+SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
+		    struct sx_mount **mpp)
+{
+	static const struct sx_mount_opts defaults;
+	struct sx_mount *mp;
+	bool rdonly, dirty = false;
+	int error;
+
+	if (!opts)
+		opts = &defaults;
+	if ((opts->mo_flags & SX_MOUNT_NORECOVERY) && !(opts->mo_flags & SX_MOUNT_RDONLY))
+		return -EINVAL;
+	rdonly = opts->mo_flags & SX_MOUNT_RDONLY;
+	mp = sx_zalloc(sizeof(*mp), 0);
+	if (!mp)
+		return -ENOMEM;
+	mp->m_bdev = bd;
+	sx_mutex_init(&mp->m_sb_lock);
+	sx_list_init(&mp->m_rintents);
+	snprintf(mp->m_name, sizeof(mp->m_name), "%s", opts->mo_name ? opts->mo_name : "sx");
+	if (rdonly)
+		mp->m_flags |= SX_MF_RDONLY;
+
+	error = sx_sb_read(mp, bd, &mp->m_sb, NULL);
+	if (error)
+		goto out_free;
+	error = sx_sb_check_features(mp, &mp->m_sb, rdonly);
+	if (error)
+		goto out_free;
+	mp->m_bsize = mp->m_sb.sb_blocksize;
+	mp->m_blog = mp->m_sb.sb_blocklog;
+	if (mp->m_sb.sb_dblocks > bd->bd_size >> mp->m_blog) {
+		sx_err(mp, "device (%llu bytes) is smaller than the filesystem (%llu blocks)",
+		       (unsigned long long)bd->bd_size,
+		       (unsigned long long)mp->m_sb.sb_dblocks);
+		error = -EFSCORRUPTED;
+		goto out_free;
+	}
+	if (mp->m_bsize < bd->bd_sectsize) {
+		error = -EINVAL;
+		goto out_free;
+	}
+	error = sx_bcache_init(mp, opts->mo_bcache_max);
+	if (error)
+		goto out_free;
+
+	mp->m_flags |= SX_MF_RECOVERY;
+	if (opts->mo_flags & SX_MOUNT_NORECOVERY) {
+		struct sx_log_scan scan;
+
+		error = sx_log_scan(mp, NULL, NULL, &scan);
+		if (!error)
+			error = sx_log_init(mp, scan.sc_head, scan.sc_head_prev_crc,
+					    scan.sc_max_tid + 1);
+	} else {
+		error = sx_log_recover_replay(mp, &dirty);
+	}
+	if (error)
+		goto out_free;
+	error = sx_alloc_init(mp);
+	if (error)
+		goto out_free;
+	if (!rdonly) {
+		error = sx_log_recover_intents(mp);
+		if (!error && dirty)
+			error = sx_log_checkpoint(mp);
+		if (error)
+			goto out_free;
+	}
+	mp->m_flags &= ~SX_MF_RECOVERY;
+	*mpp = mp;
+	return 0;
+
+out_free:
+	sx_mount_free(mp);
+	return error;
+}
+
+/* Checkpoint and close. */
+SX_API int sx_unmount(struct sx_mount *mp)
+{
+	int error = 0;
+
+	if (!mp)
+		return 0;
+	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp))
+		error = sx_log_checkpoint(mp);
+	if (!error && sx_is_shutdown(mp))
+		error = mp->m_shutdown_error ? mp->m_shutdown_error : -EIO;
+	sx_mount_free(mp);
+	return error;
+}
+
+/* Stop all I/O at once, without flushing the log. */
+SX_API void sx_shutdown(struct sx_mount *mp)
+{
+	sx_force_shutdown(mp, -EIO);
+}
+
+/* Make every committed change durable. */
+SX_API int sx_sync(struct sx_mount *mp)
+{
+	if (mp->m_flags & SX_MF_RDONLY)
+		return 0;
+	return sx_log_force(mp);
+}
+
+/* Sync, write metadata in place and move the tail. */
+SX_API int sx_checkpoint(struct sx_mount *mp)
+{
+	return sx_log_checkpoint(mp);
+}
+
+/* Describe a mounted filesystem. */
+SX_API int sx_get_info(struct sx_mount *mp, struct sx_info *in)
+{
+	const struct sx_sb *sb = &mp->m_sb;
+
+	memset(in, 0, sizeof(*in));
+	sx_mutex_lock(&mp->m_sb_lock);
+	in->in_version = sb->sb_version;
+	in->in_blocksize = sb->sb_blocksize;
+	in->in_sectsize = sb->sb_sectsize;
+	in->in_dblocks = sb->sb_dblocks;
+	in->in_logstart = sb->sb_logstart;
+	in->in_logblocks = sb->sb_logblocks;
+	in->in_bmapstart = sb->sb_bmapstart;
+	in->in_bmapblocks = sb->sb_bmapblocks;
+	in->in_datastart = sb->sb_datastart;
+	in->in_feat_compat = sb->sb_feat_compat;
+	in->in_feat_ro_compat = sb->sb_feat_ro_compat;
+	in->in_feat_incompat = sb->sb_feat_incompat;
+	in->in_feat_log_incompat = sb->sb_feat_log_incompat;
+	in->in_log_epoch = sb->sb_log_epoch;
+	in->in_sb_seq = sb->sb_seq;
+	memcpy(in->in_uuid, sb->sb_uuid, sizeof(in->in_uuid));
+	memcpy(in->in_label, sb->sb_label, sizeof(in->in_label));
+	sx_mutex_unlock(&mp->m_sb_lock);
+	in->in_free_blocks = sx_alloc_free_blocks(mp);
+	in->in_log_head = sx_log_head(mp);
+	in->in_log_tail = sx_log_tail(mp);
+	return 0;
+}
+
+/* What recovery did at mount. */
+SX_API void sx_get_recovery_stats(struct sx_mount *mp, struct sx_recovery_stats *rs)
+{
+	*rs = mp->m_rstats;
+}
+
+/* A message for a negative errno, including the filesystem-specific ones. */
+SX_API const char *sx_strerror(int error)
+{
+	switch (-error) {
+	case 0:			return "Success";
+	case EFSCORRUPTED:	return "Structure needs cleaning (metadata corrupted)";
+	case EFSBADCRC:		return "Bad message (checksum mismatch)";
+	case EIO:		return "Input/output error";
+	case ENOMEM:		return "Cannot allocate memory";
+	case ENOSPC:		return "No space left on device";
+	case EINVAL:		return "Invalid argument";
+	case EOPNOTSUPP:	return "Operation not supported";
+	case EROFS:		return "Read-only file system";
+	case EEXIST:		return "File exists";
+	case ENOENT:		return "No such file or directory";
+	case EBUSY:		return "Device or resource busy";
+	case EFBIG:		return "File too large";
+	case EPERM:		return "Operation not permitted";
+	case EBADF:		return "Bad file descriptor";
+	default:		return "Unknown error";
+	}
+}

@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Transactions: reservation, joined buffers, logged items, commit, roll and
+ * cancel.
+ *
+ * A joined buffer keeps a copy of its contents from the moment it was
+ * joined, so that cancel can put them back: an error halfway through an
+ * operation then costs nothing but the work, instead of shutting the
+ * filesystem down as a dirty cancel must when there is no before-image.
+ */
+#include "util.h"
+#include "trans.h"
+#include "buf.h"
+#include "log.h"
+#include "item.h"
+#include "mount.h"
+
+#define SX_TRANS_END_BYTES	sizeof(struct sx_dlog_op)
+
+/* Log bytes of one op with @payload bytes of payload. */
+u32 sx_trans_op_bytes(u32 payload)
+{
+	return sizeof(struct sx_dlog_op) + sx_roundup(payload, SX_LOG_OP_ALIGN);
+}
+
+/* Log bytes of a whole block logged as one region. */
+u32 sx_trans_buf_bytes(const struct sx_mount *mp)
+{
+	return sx_trans_op_bytes(sizeof(struct sx_dlog_buf) +
+				 sizeof(struct sx_dlog_region) + mp->m_bsize);
+}
+
+/* Start a transaction with @res_bytes of log space. */
+int sx_trans_alloc(struct sx_mount *mp, u32 res_bytes, u32 flags,
+		   struct sx_trans **tpp)
+{
+	struct sx_trans *tp;
+	int error;
+
+	if (mp->m_flags & SX_MF_RDONLY)
+		return -EROFS;
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	error = sx_fault("trans_alloc");
+	if (error)
+		return error;
+	tp = sx_zalloc(sizeof(*tp), SX_NOFS);
+	if (!tp)
+		return -ENOMEM;
+	tp->t_mp = mp;
+	tp->t_flags = flags & SX_TRANS_SYNC;
+	tp->t_res_bytes = res_bytes + SX_TRANS_END_BYTES;
+	tp->t_bytes = SX_TRANS_END_BYTES;
+	sx_list_init(&tp->t_bufs);
+	sx_list_init(&tp->t_items);
+	error = sx_log_reserve(mp, tp->t_res_bytes, &tp->t_res_blocks);
+	if (error) {
+		sx_free(tp);
+		return error;
+	}
+	tp->t_tid = sx_log_next_tid(mp);
+	*tpp = tp;
+	return 0;
+}
+
+/* The joined buffer of @blkno, if any. */
+static struct sx_buf *sx_trans_find_buf(struct sx_trans *tp, u64 blkno)
+{
+	struct sx_list *pos;
+
+	sx_list_for_each(pos, &tp->t_bufs) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+
+		if (bp->b_blkno == blkno)
+			return bp;
+	}
+	return NULL;
+}
+
+/* Attach a locked buffer, saving its contents for cancel. */
+static int sx_trans_attach(struct sx_trans *tp, struct sx_buf *bp)
+{
+	struct sx_mount *mp = tp->t_mp;
+
+	if (!bp->b_orig) {
+		bp->b_orig = sx_alloc(mp->m_bsize, SX_NOFS);
+		if (!bp->b_orig)
+			return -ENOMEM;
+	}
+	memcpy(bp->b_orig, bp->b_data, mp->m_bsize);
+	memset(bp->b_logmap, 0, sizeof(bp->b_logmap));
+	bp->b_tcost = 0;
+	bp->b_flags &= ~(SX_BUF_LOGGED | SX_BUF_INVAL);
+	bp->b_trans = tp;
+	sx_list_add_tail(&bp->b_tlist, &tp->t_bufs);
+	return 0;
+}
+
+/* Join a buffer the caller holds locked (and referenced). */
+void sx_trans_join_buf(struct sx_trans *tp, struct sx_buf *bp)
+{
+	ASSERT(bp->b_trans == NULL);
+	/* without a before-image the buffer cannot be restored: fail hard */
+	VERIFY(sx_trans_attach(tp, bp) == 0);
+}
+
+/* Read, lock and join a block; a block already joined is returned again. */
+int sx_trans_read_buf(struct sx_trans *tp, u64 blkno, const struct sx_buf_ops *ops,
+		      u64 owner, struct sx_buf **bpp)
+{
+	struct sx_buf *bp = sx_trans_find_buf(tp, blkno);
+	int error;
+
+	if (bp) {
+		if (bp->b_ops != ops || bp->b_owner != owner)
+			return -EFSCORRUPTED;
+		*bpp = bp;
+		return 0;
+	}
+	error = sx_buf_read(tp->t_mp, blkno, ops, owner, &bp);
+	if (error)
+		return error;
+	error = sx_trans_attach(tp, bp);
+	if (error) {
+		sx_buf_relse(bp);
+		return error;
+	}
+	*bpp = bp;
+	return 0;
+}
+
+/* Lock and join a block being initialised; it will be logged whole. */
+int sx_trans_get_buf(struct sx_trans *tp, u64 blkno, const struct sx_buf_ops *ops,
+		     u64 owner, struct sx_buf **bpp)
+{
+	struct sx_buf *bp = sx_trans_find_buf(tp, blkno);
+	int error;
+
+	if (!bp) {
+		error = sx_buf_get(tp->t_mp, blkno, ops, owner, &bp);
+		if (error)
+			return error;
+		error = sx_trans_attach(tp, bp);
+		if (error) {
+			sx_buf_relse(bp);
+			return error;
+		}
+	}
+	bp->b_ops = ops;
+	bp->b_owner = owner;
+	bp->b_flags |= SX_BUF_NEW | SX_BUF_VERIFIED;
+	bp->b_flags &= ~SX_BUF_INVAL;
+	*bpp = bp;
+	return 0;
+}
+
+/* Count the dirty chunks and their runs in a buffer's log map. */
+static void sx_buf_map_count(const struct sx_buf *bp, u32 nchunks, u32 *chunks,
+			     u32 *runs)
+{
+	bool prev = false;
+	u32 i;
+
+	*chunks = 0;
+	*runs = 0;
+	for (i = 0; i < nchunks; i++) {
+		bool set = (bp->b_logmap[i / 64] >> (i % 64)) & 1;
+
+		if (set) {
+			(*chunks)++;
+			if (!prev)
+				(*runs)++;
+		}
+		prev = set;
+	}
+}
+
+/* Worst-case log bytes of the changes recorded for @bp. */
+static u32 sx_trans_buf_cost(const struct sx_mount *mp, const struct sx_buf *bp)
+{
+	u32 chunks, runs, bytes;
+
+	if (bp->b_flags & SX_BUF_INVAL)
+		return sx_trans_op_bytes(sizeof(struct sx_dlog_buf));
+	if (bp->b_flags & SX_BUF_NEW)
+		return sx_trans_buf_bytes(mp);
+	sx_buf_map_count(bp, mp->m_bsize / SX_BUF_CHUNK, &chunks, &runs);
+	bytes = sizeof(struct sx_dlog_buf) + runs * sizeof(struct sx_dlog_region) +
+		chunks * SX_BUF_CHUNK;
+	return sx_min(sx_trans_op_bytes(bytes), sx_trans_buf_bytes(mp));
+}
+
+/* Re-account @bp's cost against the reservation. */
+static int sx_trans_recost(struct sx_trans *tp, struct sx_buf *bp)
+{
+	u32 cost = sx_trans_buf_cost(tp->t_mp, bp);
+	u32 total = tp->t_bytes - bp->b_tcost + cost;
+
+	if (total > tp->t_res_bytes) {
+		sx_err(tp->t_mp, "transaction %llu overruns its log reservation (%u > %u)",
+		       (unsigned long long)tp->t_tid, total, tp->t_res_bytes);
+		return -ENOSPC;
+	}
+	tp->t_bytes = total;
+	bp->b_tcost = cost;
+	return 0;
+}
+
+/* Record that bytes [@first, @last] of a joined buffer changed. */
+int sx_trans_log_buf(struct sx_trans *tp, struct sx_buf *bp, u32 first, u32 last)
+{
+	u32 i, mp_bsize = tp->t_mp->m_bsize;
+	u64 saved[SX_BUF_MAP_WORDS];
+	int error;
+
+	VERIFY(bp->b_trans == tp);
+	if (first > last || last >= mp_bsize)
+		return -EINVAL;
+	memcpy(saved, bp->b_logmap, sizeof(saved));
+	for (i = first / SX_BUF_CHUNK; i <= last / SX_BUF_CHUNK; i++)
+		bp->b_logmap[i / 64] |= 1ull << (i % 64);
+	error = sx_trans_recost(tp, bp);
+	if (error) {
+		memcpy(bp->b_logmap, saved, sizeof(saved));
+		return error;
+	}
+	bp->b_flags |= SX_BUF_LOGGED;
+	tp->t_flags |= SX_TRANS_DIRTY;
+	return 0;
+}
+
+/* Keep a joined buffer locked across commit or roll. */
+void sx_trans_bhold(struct sx_trans *tp, struct sx_buf *bp)
+{
+	VERIFY(bp->b_trans == tp);
+	bp->b_flags |= SX_BUF_HOLD;
+}
+
+/* Let a held buffer be released at the next commit. */
+void sx_trans_bhold_release(struct sx_trans *tp, struct sx_buf *bp)
+{
+	VERIFY(bp->b_trans == tp);
+	bp->b_flags &= ~SX_BUF_HOLD;
+}
+
+/* Detach a buffer from its transaction. */
+static void sx_trans_detach(struct sx_buf *bp)
+{
+	sx_list_del(&bp->b_tlist);
+	bp->b_trans = NULL;
+	bp->b_flags &= ~(SX_BUF_LOGGED | SX_BUF_INVAL | SX_BUF_NEW);
+	memset(bp->b_logmap, 0, sizeof(bp->b_logmap));
+	bp->b_tcost = 0;
+}
+
+/* Release a joined buffer that this transaction has not changed. */
+void sx_trans_brelse(struct sx_trans *tp, struct sx_buf *bp)
+{
+	VERIFY(bp->b_trans == tp);
+	if (bp->b_flags & (SX_BUF_LOGGED | SX_BUF_INVAL | SX_BUF_NEW | SX_BUF_HOLD))
+		return;
+	sx_trans_detach(bp);
+	sx_buf_relse(bp);
+}
+
+/* The block stops being metadata. */
+int sx_trans_binval(struct sx_trans *tp, struct sx_buf *bp)
+{
+	u32 oldflags = bp->b_flags;
+	int error;
+
+	VERIFY(bp->b_trans == tp);
+	bp->b_flags |= SX_BUF_INVAL;
+	bp->b_flags &= ~(SX_BUF_NEW | SX_BUF_LOGGED);
+	error = sx_trans_recost(tp, bp);
+	if (error) {
+		bp->b_flags = oldflags;
+		return error;
+	}
+	memset(bp->b_logmap, 0, sizeof(bp->b_logmap));
+	tp->t_flags |= SX_TRANS_DIRTY;
+	return 0;
+}
+
+/* Log an intent or done item. */
+int sx_trans_log_item(struct sx_trans *tp, u16 type, const void *payload, u32 len)
+{
+	struct sx_trans_item *ti;
+	u32 cost = sx_trans_op_bytes(len);
+
+	if (!sx_item_is_intent(type) && !sx_item_is_done(type))
+		return -EINVAL;
+	if (len < sizeof(struct sx_dlog_intent))
+		return -EINVAL;
+	if (tp->t_bytes + cost > tp->t_res_bytes) {
+		sx_err(tp->t_mp, "transaction %llu: %s item overruns the reservation",
+		       (unsigned long long)tp->t_tid, sx_item_name(type));
+		return -ENOSPC;
+	}
+	ti = sx_alloc(sizeof(*ti) + len, SX_NOFS);
+	if (!ti)
+		return -ENOMEM;
+	ti->ti_type = type;
+	ti->ti_len = len;
+	memcpy(ti->ti_data, payload, len);
+	sx_list_add_tail(&ti->ti_list, &tp->t_items);
+	tp->t_bytes += cost;
+	tp->t_flags |= SX_TRANS_DIRTY;
+	return 0;
+}
+
+/* Append one op header and its payload pieces at @p; returns the new end. */
+static u8 *sx_trans_put_op(u8 *p, u16 type, u64 tid, u32 len)
+{
+	struct sx_dlog_op *op = (struct sx_dlog_op *)p;
+
+	op->lo_type = cpu_to_le16(type);
+	op->lo_flags = 0;
+	op->lo_len = cpu_to_le32(len);
+	op->lo_tid = cpu_to_le64(tid);
+	return p + sizeof(*op);
+}
+
+/* Format the changes of @bp as one BUF op at @p; returns the new end. */
+static u8 *sx_trans_format_buf(struct sx_trans *tp, struct sx_buf *bp, u8 *p)
+{
+	struct sx_mount *mp = tp->t_mp;
+	u32 nchunks = mp->m_bsize / SX_BUF_CHUNK;
+	u32 chunks, runs, len, i, off;
+	bool whole = false;
+	struct sx_dlog_buf *lb;
+	struct sx_dlog_region *rg;
+	u8 *data;
+
+	if (bp->b_flags & SX_BUF_INVAL) {
+		runs = 0;
+		chunks = 0;
+	} else if (bp->b_flags & SX_BUF_NEW) {
+		whole = true;
+	} else {
+		sx_buf_map_count(bp, nchunks, &chunks, &runs);
+		if (runs * sizeof(*rg) + chunks * SX_BUF_CHUNK >= sizeof(*rg) + mp->m_bsize)
+			whole = true;
+	}
+	if (whole) {
+		runs = 1;
+		chunks = nchunks;
+	}
+	len = sizeof(*lb) + runs * sizeof(*rg) + chunks * SX_BUF_CHUNK;
+	p = sx_trans_put_op(p, SX_LOG_OP_BUF, tp->t_tid, len);
+	lb = (struct sx_dlog_buf *)p;
+	lb->lb_blkno = cpu_to_le64(bp->b_blkno);
+	lb->lb_flags = cpu_to_le32((bp->b_flags & SX_BUF_INVAL) ? SX_LB_CANCEL : 0);
+	lb->lb_nregions = cpu_to_le16(runs);
+	lb->lb_pad = 0;
+	rg = (struct sx_dlog_region *)(lb + 1);
+	data = (u8 *)(rg + runs);
+	if (whole) {
+		rg->lg_off = 0;
+		rg->lg_len = cpu_to_le32(mp->m_bsize);
+		memcpy(data, bp->b_data, mp->m_bsize);
+		data += mp->m_bsize;
+	} else {
+		for (i = 0; i < nchunks; i++) {
+			u32 start;
+
+			if (!((bp->b_logmap[i / 64] >> (i % 64)) & 1))
+				continue;
+			start = i;
+			while (i + 1 < nchunks && ((bp->b_logmap[(i + 1) / 64] >> ((i + 1) % 64)) & 1))
+				i++;
+			off = start * SX_BUF_CHUNK;
+			rg->lg_off = cpu_to_le32(off);
+			rg->lg_len = cpu_to_le32((i - start + 1) * SX_BUF_CHUNK);
+			memcpy(data, (u8 *)bp->b_data + off, (i - start + 1) * SX_BUF_CHUNK);
+			data += (i - start + 1) * SX_BUF_CHUNK;
+			rg++;
+		}
+	}
+	len = (u32)(data - p);
+	memset(data, 0, sx_roundup(len, SX_LOG_OP_ALIGN) - len);
+	return p + sx_roundup(len, SX_LOG_OP_ALIGN);
+}
+
+/*
+ * Release each joined buffer after a commit, except held ones: those stay
+ * locked and go on @held if it is given (a roll re-joins them).
+ */
+static void sx_trans_release_bufs(struct sx_trans *tp, struct sx_list *held)
+{
+	struct sx_list *pos, *n;
+
+	sx_list_for_each_safe(pos, n, &tp->t_bufs) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+
+		sx_trans_detach(bp);
+		if (bp->b_flags & SX_BUF_HOLD) {
+			if (held)
+				sx_list_add_tail(&bp->b_tlist, held);
+			continue;
+		}
+		sx_buf_relse(bp);
+	}
+}
+
+/* Free the items of a transaction. */
+static void sx_trans_free_items(struct sx_trans *tp)
+{
+	struct sx_list *pos, *n;
+
+	sx_list_for_each_safe(pos, n, &tp->t_items) {
+		sx_list_del(pos);
+		sx_free(sx_list_entry(pos, struct sx_trans_item, ti_list));
+	}
+}
+
+/* Undo every change: joined buffers get their contents back. */
+void sx_trans_cancel(struct sx_trans *tp)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_list *pos, *n;
+
+	sx_list_for_each_safe(pos, n, &tp->t_bufs) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+
+		if (bp->b_flags & SX_BUF_NEW)
+			sx_buf_invalidate(mp, bp);
+		memcpy(bp->b_data, bp->b_orig, mp->m_bsize);
+		sx_trans_detach(bp);
+		bp->b_flags &= ~SX_BUF_HOLD;
+		sx_buf_relse(bp);
+	}
+	sx_trans_free_items(tp);
+	sx_log_unreserve(mp, tp->t_res_blocks);
+	sx_free(tp);
+}
+
+/*
+ * Format and queue the transaction; the joined buffers stay attached.  The
+ * caller releases them.
+ */
+static int sx_trans_queue(struct sx_trans *tp)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_buf **bufs = NULL;
+	u64 *ids = NULL;
+	u32 nbufs = 0, nitems = 0, nintents = 0, ndones = 0, nops = 0;
+	struct sx_list *pos;
+	u8 *ops, *p;
+	int error;
+
+	sx_list_for_each(pos, &tp->t_bufs)
+		nbufs++;
+	sx_list_for_each(pos, &tp->t_items)
+		nitems++;
+	ops = sx_alloc(tp->t_bytes, SX_NOFS);
+	bufs = sx_alloc(sizeof(*bufs) * (nbufs + 1), SX_NOFS);
+	ids = sx_alloc(sizeof(*ids) * (nitems + 1) * 2, SX_NOFS);
+	if (!ops || !bufs || !ids) {
+		error = -ENOMEM;
+		goto out_free;
+	}
+
+	p = ops;
+	nbufs = 0;
+	sx_list_for_each(pos, &tp->t_bufs) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+
+		if (!(bp->b_flags & (SX_BUF_LOGGED | SX_BUF_INVAL | SX_BUF_NEW)))
+			continue;
+		p = sx_trans_format_buf(tp, bp, p);
+		bufs[nbufs++] = bp;
+		nops++;
+	}
+	/* intent ids first, done ids after them, in the same array */
+	sx_list_for_each(pos, &tp->t_items) {
+		struct sx_trans_item *ti = sx_list_entry(pos, struct sx_trans_item, ti_list);
+		const struct sx_dlog_intent *li = (const void *)ti->ti_data;
+
+		p = sx_trans_put_op(p, ti->ti_type, tp->t_tid, ti->ti_len);
+		memcpy(p, ti->ti_data, ti->ti_len);
+		memset(p + ti->ti_len, 0, sx_roundup(ti->ti_len, SX_LOG_OP_ALIGN) - ti->ti_len);
+		p += sx_roundup(ti->ti_len, SX_LOG_OP_ALIGN);
+		nops++;
+		if (sx_item_is_intent(ti->ti_type))
+			ids[nintents++] = le64_to_cpu(li->li_id);
+	}
+	sx_list_for_each(pos, &tp->t_items) {
+		struct sx_trans_item *ti = sx_list_entry(pos, struct sx_trans_item, ti_list);
+		const struct sx_dlog_intent *li = (const void *)ti->ti_data;
+
+		if (!sx_item_is_intent(ti->ti_type))
+			ids[nintents + ndones++] = le64_to_cpu(li->li_id);
+	}
+	p = sx_trans_put_op(p, SX_LOG_OP_TRANS_END, tp->t_tid, 0);
+	nops++;
+	VERIFY((u32)(p - ops) <= tp->t_bytes);
+
+	error = sx_log_commit(mp, tp->t_tid, ops, (u32)(p - ops), nops, bufs, nbufs,
+			      ids, nintents, ids + nintents, ndones, tp->t_res_blocks);
+	ops = NULL;		/* the log owns it now, even on error */
+	tp->t_res_blocks = 0;	/* so is the reservation */
+	/* a committed binval leaves the cached copy stale */
+out_free:
+	sx_free(ops);
+	sx_free(bufs);
+	sx_free(ids);
+	return error;
+}
+
+/* Commit and free a transaction; held buffers go on @held if given. */
+static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
+{
+	struct sx_mount *mp = tp->t_mp;
+	bool sync = tp->t_flags & SX_TRANS_SYNC;
+	int error = 0;
+
+	if (sx_is_shutdown(mp)) {
+		error = -EIO;
+		goto out_cancel;
+	}
+	if (tp->t_flags & SX_TRANS_DIRTY) {
+		error = sx_fault("trans_commit");
+		if (error)
+			goto out_cancel;
+		error = sx_trans_queue(tp);
+		if (error) {
+			/*
+			 * Nothing was queued: the in-memory state can no
+			 * longer be made to match the log, so stop.
+			 */
+			sx_force_shutdown(mp, error);
+			goto out_cancel;
+		}
+	} else {
+		sx_log_unreserve(mp, tp->t_res_blocks);
+	}
+	sx_trans_release_bufs(tp, held);
+	sx_trans_free_items(tp);
+	sx_free(tp);
+	if (sync)
+		error = sx_log_force(mp);
+	if (!error && sx_bcache_pressure(mp))
+		error = sx_log_checkpoint(mp);
+	return error;
+
+out_cancel:
+	sx_trans_cancel(tp);
+	return error;
+}
+
+/* Commit @tp; held buffers stay locked and are the caller's to release. */
+int sx_trans_commit(struct sx_trans *tp)
+{
+	return sx_trans_commit_held(tp, NULL);
+}
+
+/*
+ * Commit and continue in a new transaction with the same reservation; held
+ * buffers stay locked and joined.  On error everything is released and
+ * *@tpp is NULL.
+ */
+int sx_trans_roll(struct sx_trans **tpp)
+{
+	struct sx_trans *tp = *tpp, *ntp = NULL;
+	struct sx_mount *mp = tp->t_mp;
+	u32 res = tp->t_res_bytes - SX_TRANS_END_BYTES;
+	u32 flags = tp->t_flags & SX_TRANS_SYNC;
+	struct sx_list held, *pos, *n;
+	int error;
+
+	*tpp = NULL;
+	sx_list_init(&held);
+	error = sx_trans_commit_held(tp, &held);
+	if (!error)
+		error = sx_trans_alloc(mp, res, flags, &ntp);
+	sx_list_for_each_safe(pos, n, &held) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+
+		sx_list_del(&bp->b_tlist);
+		if (!error) {
+			error = sx_trans_attach(ntp, bp);
+			if (!error)
+				continue;
+		}
+		bp->b_flags &= ~SX_BUF_HOLD;
+		sx_buf_relse(bp);
+	}
+	if (error) {
+		if (ntp)
+			sx_trans_cancel(ntp);
+		return error;
+	}
+	*tpp = ntp;
+	return 0;
+}
