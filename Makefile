@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# swapext: the one entry point for every user-space build and check.
+#
+#   make                 library (static + shared) and the swapext tool
+#   make check           install missing packages (as root), check-portable,
+#                        build and run every test; ends with "N passed, N failed"
+#   make demo            build and run `swapext demo $(DEMO_IMAGE)`
+#   make coverage        gcov/lcov report of engine/ under build/coverage/
+#   make asan | ubsan    the tests under AddressSanitizer / UBSan
+#   make check-portable  engine/ includes only the platform header and its own
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make help            everything else
+#
+# Sources are found with wildcards: a new engine/*.c, user-glue/*.c,
+# user-glue/tool/*.c, tests/unit/test_*.c, tests/crash/*.c or tests/common/*.c
+# is built without touching this file.
+
+VERSION		:= 0.1.0
+SOVERSION	:= 1
+
+# ---------------------------------------------------------------- settings
+
+BUILD		?= build
+DEMO_IMAGE	?= $(BUILD)/demo.img
+
+# Test-run knobs (exported to every test program by scripts/run-tests.sh).
+CRASH_LEVEL	?= normal
+TEST_SEED	?=
+TEST_TIMEOUT	?= 900
+TEST_JOBS	?= 1
+TESTS		?=
+
+# Skip scripts/deps.sh (no package check or install) with NODEPS=1.
+NODEPS		?=
+
+PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+DESTDIR		?=
+
+# Debug assertions (ASSERT) are compiled in unless DEBUG=0.
+DEBUG		?= 1
+
+CFLAGS		?= -O2 -g
+LDFLAGS		?=
+# Added by the asan/ubsan/coverage sub-builds (and free for experiments).
+VARIANT_CFLAGS	?=
+VARIANT_LDFLAGS	?=
+EXTRA_CFLAGS	?=
+
+NPROC		:= $(shell nproc 2>/dev/null || echo 2)
+# Sub-makes get -j$(NPROC) unless the caller already chose -j.
+SUBJOBS		:= $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
+SUBMAKE		:= $(MAKE) --no-print-directory $(SUBJOBS)
+
+WARNFLAGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
+		   -Wno-missing-field-initializers -Werror -Wundef \
+		   -Wmissing-prototypes -Wstrict-prototypes
+INCLUDES	:= -Iinclude -Iuser-glue -Iengine
+TEST_INCLUDES	:= -Itests/common -Itests
+
+# -fno-strict-aliasing: the kernel build uses it, so the user build does too
+# and both builds of the same engine source mean the same thing.
+SX_CFLAGS	:= -std=gnu11 $(WARNFLAGS) -fno-strict-aliasing \
+		   -fvisibility=hidden -fPIC $(if $(filter 1,$(DEBUG)),-DSX_DEBUG) \
+		   $(INCLUDES)
+ALL_CFLAGS	= $(SX_CFLAGS) $(CFLAGS) $(VARIANT_CFLAGS) $(EXTRA_CFLAGS)
+ALL_LDFLAGS	= $(LDFLAGS) $(VARIANT_LDFLAGS)
+DEPFLAGS	= -MMD -MP -MF $(@:.o=.d) -MT $@
+
+LDLIBS		:= -lurcu-memb -lpthread
+TEST_LDLIBS	:= -lcmocka $(LDLIBS)
+
+# ---------------------------------------------------------------- sources
+
+LIB_SRCS	:= $(sort $(wildcard engine/*.c user-glue/*.c))
+TOOL_SRCS	:= $(sort $(wildcard user-glue/tool/*.c))
+COMMON_SRCS	:= $(sort $(wildcard tests/common/*.c))
+UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
+CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
+ENGINE_SRCS	:= $(sort $(wildcard engine/*.c))
+
+OBJ		:= $(BUILD)/obj
+LIB_OBJS	:= $(LIB_SRCS:%.c=$(OBJ)/%.o)
+TOOL_OBJS	:= $(TOOL_SRCS:%.c=$(OBJ)/%.o)
+COMMON_OBJS	:= $(COMMON_SRCS:%.c=$(OBJ)/%.o)
+UNIT_OBJS	:= $(UNIT_SRCS:%.c=$(OBJ)/%.o)
+CRASH_OBJS	:= $(CRASH_SRCS:%.c=$(OBJ)/%.o)
+
+LIBA		:= $(BUILD)/libswapext.a
+LIBSO		:= $(BUILD)/libswapext.so.$(SOVERSION)
+LIBSO_LINK	:= $(BUILD)/libswapext.so
+TOOL		:= $(BUILD)/swapext
+PCFILE		:= $(BUILD)/swapext.pc
+
+UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS)
+
+PORT_DIR	:= $(BUILD)/portable
+PORT_OBJS	:= $(ENGINE_SRCS:%.c=$(PORT_DIR)/%.o)
+# Kernel constraints the user build would not catch: no FPU/SSE code, no
+# VLAs, small stack frames.  -mgeneral-regs-only only where the compiler has it.
+PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
+		   $(shell $(CC) -mgeneral-regs-only -x c -c /dev/null -o /dev/null \
+			   2>/dev/null && echo -mgeneral-regs-only)
+
+ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS)
+
+# Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
+FLAGS_STAMP	:= $(BUILD)/.flags
+FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS)
+
+# Test-run environment (see scripts/run-tests.sh and README.md).
+RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
+		  SX_TOOL='$(abspath $(TOOL))' SX_TEST_DATA='$(CURDIR)/tests/data' \
+		  SX_BUILD='$(abspath $(BUILD))' \
+		  bash scripts/run-tests.sh --logdir '$(BUILD)/test-logs' \
+		  --timeout '$(TEST_TIMEOUT)' --jobs '$(TEST_JOBS)' --filter '$(TESTS)' \
+		  -- $(TEST_BINS)
+
+DEPS		= $(if $(NODEPS),echo "deps: skipped (NODEPS set)",bash scripts/deps.sh $(1))
+
+ASAN_ENV	:= ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+		   LSAN_OPTIONS=print_suppressions=0
+UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+.DEFAULT_GOAL	:= all
+.DELETE_ON_ERROR:
+.SECONDARY:
+.SUFFIXES:
+
+.PHONY: all lib tool tests test check demo coverage asan ubsan check-portable \
+	install uninstall clean help deps FORCE
+
+# ---------------------------------------------------------------- main targets
+
+all: lib tool
+
+lib: $(LIBA) $(LIBSO) $(LIBSO_LINK)
+
+tool: $(if $(TOOL_SRCS),$(TOOL),)
+
+tests: $(TEST_BINS)
+
+# Build and run the tests in $(BUILD) without the package check.
+test: lib tool tests
+	@$(RUN_TESTS)
+
+check:
+	@$(call DEPS,test)
+	@$(SUBMAKE) check-portable
+	@$(SUBMAKE) test
+
+demo:
+	@$(call DEPS,build)
+	@$(SUBMAKE) tool
+	@mkdir -p $(dir $(DEMO_IMAGE))
+	$(TOOL) demo $(DEMO_IMAGE)
+
+deps:
+	@bash scripts/deps.sh
+
+# ---------------------------------------------------------------- variants
+
+COV_BUILD	:= $(BUILD)/coverage-obj
+COV_HTML	:= $(BUILD)/coverage
+
+coverage:
+	@$(call DEPS,coverage)
+	@rm -rf $(COV_HTML)
+	@if [ -d $(COV_BUILD) ]; then find $(COV_BUILD) -name '*.gcda' -delete; fi
+	@status=0; \
+	$(SUBMAKE) BUILD=$(COV_BUILD) VARIANT_CFLAGS="--coverage -O0" \
+		VARIANT_LDFLAGS="--coverage" lib-static tool tests || exit 1; \
+	$(SUBMAKE) BUILD=$(COV_BUILD) VARIANT_CFLAGS="--coverage -O0" \
+		VARIANT_LDFLAGS="--coverage" run-tests || status=$$?; \
+	bash scripts/coverage.sh $(COV_BUILD) $(COV_HTML) || status=$$?; \
+	exit $$status
+
+asan:
+	@$(call DEPS,test)
+	@$(ASAN_ENV) $(SUBMAKE) BUILD=$(BUILD)/asan \
+		VARIANT_CFLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+		VARIANT_LDFLAGS="-fsanitize=address" lib-static tool tests run-tests
+
+ubsan:
+	@$(call DEPS,test)
+	@$(UBSAN_ENV) $(SUBMAKE) BUILD=$(BUILD)/ubsan \
+		VARIANT_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		VARIANT_LDFLAGS="-fsanitize=undefined" lib-static tool tests run-tests
+
+# Internal helpers for the variant builds.
+.PHONY: lib-static run-tests
+lib-static: $(LIBA)
+
+run-tests: tool tests
+	@$(RUN_TESTS)
+
+# ---------------------------------------------------------------- portability
+
+# Includes first (clear messages), then the freestanding compile, then the
+# external symbols of the objects.
+check-portable:
+	@bash scripts/check-portable.sh sources
+	@$(SUBMAKE) portable-objs
+	@bash scripts/check-portable.sh symbols $(PORT_OBJS)
+
+.PHONY: portable-objs
+portable-objs: $(PORT_OBJS)
+
+$(PORT_OBJS): $(PORT_DIR)/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC [portable] $<"
+	@$(CC) $(ALL_CFLAGS) $(PORT_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+# ---------------------------------------------------------------- rules
+
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAGS_TEXT)' | cmp -s - $@ 2>/dev/null || echo '$(FLAGS_TEXT)' > $@
+
+$(OBJ)/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(OBJ)/tests/%.o: tests/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) $(DEPFLAGS) -c -o $@ $<
+
+$(LIBA): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	@echo "  AR      $@"
+	@rm -f $@
+	@$(AR) rcs $@ $(LIB_OBJS)
+
+$(LIBSO): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) -shared -Wl,-soname,$(notdir $@) -Wl,-z,defs $(ALL_LDFLAGS) \
+		-o $@ $(LIB_OBJS) $(LDLIBS)
+
+$(LIBSO_LINK): $(LIBSO)
+	@ln -sf $(notdir $<) $@
+
+$(TOOL): $(TOOL_OBJS) $(LIBA)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
+
+$(UNIT_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
+$(CRASH_BINS): $(BUILD)/tests/crash/%: $(OBJ)/tests/crash/%.o $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
+$(PCFILE): swapext.pc.in FORCE
+	@mkdir -p $(@D)
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	     -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	     $< > $@.tmp && mv $@.tmp $@
+
+FORCE:
+
+# ---------------------------------------------------------------- install
+
+PUB_HEADERS	:= $(sort $(wildcard include/swapext/*.h)) user-glue/sx_platform.h
+
+install: all $(PCFILE)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/swapext $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIBSO)) $(DESTDIR)$(LIBDIR)/libswapext.so
+	$(if $(TOOL_SRCS),install -m 0755 $(TOOL) $(DESTDIR)$(BINDIR)/)
+	install -m 0644 $(PUB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/swapext/
+	install -m 0644 $(PCFILE) $(DESTDIR)$(PKGCONFIGDIR)/swapext.pc
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+		ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/swapext
+	rm -f $(DESTDIR)$(LIBDIR)/libswapext.a $(DESTDIR)$(LIBDIR)/libswapext.so \
+		$(DESTDIR)$(LIBDIR)/$(notdir $(LIBSO))
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/swapext/,$(notdir $(PUB_HEADERS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/swapext 2>/dev/null
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/swapext.pc
+
+# ---------------------------------------------------------------- misc
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@echo "Targets:"
+	@echo "  all (default)   $(LIBA), $(LIBSO) (+ libswapext.so), $(TOOL)"
+	@echo "  check           deps, check-portable, build and run every test program"
+	@echo "  test            build and run the tests only (no deps, no check-portable)"
+	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE'"
+	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
+	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
+	@echo "  check-portable  engine/ includes and freestanding compile"
+	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
+	@echo "  deps            install (root) or list missing Debian packages"
+	@echo "  clean           remove $(BUILD)/"
+	@echo "Variables:"
+	@echo "  CRASH_LEVEL=quick|normal|long  exported as SX_CRASH_LEVEL (now: $(CRASH_LEVEL))"
+	@echo "  TEST_SEED=N                    exported as SX_TEST_SEED"
+	@echo "  TESTS='log crc'                run only programs whose name contains a word"
+	@echo "  TEST_TIMEOUT=S                 per-program timeout in seconds (now: $(TEST_TIMEOUT))"
+	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
+	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"
+	@echo "  NODEPS=1                       skip scripts/deps.sh"
+	@echo "  DEBUG=0                        build without ASSERT (SX_DEBUG)"
+	@echo "  CC, CFLAGS, LDFLAGS, EXTRA_CFLAGS, BUILD, PREFIX, LIBDIR, DESTDIR"
+
+-include $(ALL_OBJS:.o=.d) $(PORT_OBJS:.o=.d)

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Check (and, as root, install) what swapext needs to build and test.
+#
+# usage: deps.sh [--check] [GROUP]
+#   GROUP  build     compiler, make, libc headers, pkg-config, liburcu
+#          test      build + cmocka                    (make check, asan, ubsan)
+#          coverage  test + lcov                       (make coverage)
+#          all       everything, clang included        (default)
+#   --check  never install, only report
+#
+# Each need is checked by what it provides (a command, or a header and library
+# that compile and link), so it also works off Debian.  As root with apt-get,
+# every missing package of every group is installed in one apt-get run (so one
+# `make check` as root prepares the machine for every target).  Otherwise the
+# missing packages are listed with the command that installs them; the exit
+# status is 1 if something GROUP needs is missing.
+
+set -euo pipefail
+
+install=1
+group=all
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--check) install=0 ;;
+	build|test|coverage|all) group=$1 ;;
+	-h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+	*) echo "deps: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+cc=${CC:-cc}
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpd"' EXIT
+
+# can_link HEADERS FUNC LIBS: a program using FUNC from HEADERS links with LIBS
+can_link() {
+	local hdrs=$1 call=$2 libs=$3 h
+	{
+		for h in $hdrs; do echo "#include <$h>"; done
+		echo "int main(void) { $call; return 0; }"
+	} > "$tmpd/t.c"
+	# shellcheck disable=SC2086
+	"$cc" -o "$tmpd/t" "$tmpd/t.c" $libs > /dev/null 2>&1
+}
+
+have_cmd() { command -v "$1" > /dev/null 2>&1; }
+
+# The needs: "group package description" and a check function each.
+need_make()	{ have_cmd make; }
+need_cc()	{ have_cmd "$cc"; }
+need_libc()	{ can_link "stdio.h pthread.h" 'pthread_self()' "-lpthread"; }
+need_pkgconf()	{ have_cmd pkg-config; }
+need_urcu()	{ can_link "urcu/urcu-memb.h" 'urcu_memb_register_thread()' "-lurcu-memb -lpthread"; }
+need_cmocka()	{ can_link "stdarg.h stddef.h setjmp.h stdint.h cmocka.h" \
+			'_cmocka_run_group_tests("x", 0, 0, 0, 0)' "-lcmocka"; }
+need_lcov()	{ have_cmd lcov && have_cmd genhtml && have_cmd gcov; }
+need_clang()	{ have_cmd clang; }
+
+NEEDS="
+build make make need_make
+build gcc C_compiler need_cc
+build libc6-dev C_library_headers need_libc
+build pkg-config pkg-config need_pkgconf
+build liburcu-dev userspace_RCU need_urcu
+test libcmocka-dev cmocka_unit_tests need_cmocka
+coverage lcov lcov/genhtml need_lcov
+all clang clang need_clang
+"
+
+# in_group G: true if a need of group G is required for $group
+in_group() {
+	case "$group:$1" in
+	all:*|coverage:build|coverage:test|coverage:coverage|test:build|test:test|build:build)
+		return 0 ;;
+	esac
+	return 1
+}
+
+# scan: sets missing_req (needed now) and missing_opt (other groups)
+scan() {
+	missing_req=""
+	missing_opt=""
+	missing_desc=""
+	local g pkg desc fn
+	while read -r g pkg desc fn; do
+		[ -n "$g" ] || continue
+		if ! "$fn"; then
+			if in_group "$g"; then
+				missing_req="$missing_req $pkg"
+				missing_desc="$missing_desc ${desc//_/ } ($pkg);"
+			else
+				missing_opt="$missing_opt $pkg"
+			fi
+		fi
+	done <<< "$NEEDS"
+}
+
+scan
+all_missing="$missing_req$missing_opt"
+
+if [ -z "$all_missing" ]; then
+	echo "deps: everything is installed"
+	exit 0
+fi
+
+if [ "$install" = 1 ] && [ "$(id -u)" = 0 ] && have_cmd apt-get; then
+	echo "deps: installing:$all_missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt_opts=(-y -q --no-install-recommends -o DPkg::Lock::Timeout=600)
+	# Fresh machines may have stale or empty package lists: update first.
+	apt-get -q -o DPkg::Lock::Timeout=600 update < /dev/null || \
+		echo "deps: warning: apt-get update failed; trying the install anyway"
+	# shellcheck disable=SC2086
+	if ! apt-get install "${apt_opts[@]}" $all_missing < /dev/null; then
+		echo "deps: apt-get install failed; retrying only what '$group' needs"
+		# shellcheck disable=SC2086
+		[ -z "$missing_req" ] || apt-get install "${apt_opts[@]}" $missing_req < /dev/null || true
+	fi
+	hash -r
+	scan
+	tried=1
+fi
+
+if [ -n "$missing_opt" ]; then
+	echo "deps: not needed for '$group' but missing:$missing_opt"
+fi
+if [ -n "$missing_req" ]; then
+	echo "deps: MISSING for '$group':$missing_desc" >&2
+	if [ "${tried:-0}" = 1 ]; then
+		echo "deps: apt-get could not install them (see its output above)" >&2
+	elif have_cmd apt-get; then
+		echo "deps: install them with:  sudo apt-get install$missing_req" >&2
+	else
+		echo "deps: install the equivalent packages of your system:$missing_req" >&2
+	fi
+	exit 1
+fi
+echo "deps: ok for '$group'"
