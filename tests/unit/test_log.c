@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Journal tests: commit, force, checkpoint, cancel, roll, reservations,
+ * wrap-around, cancel records, torn in-place writes, the test-only intent
+ * and recovery's handling of the log's edges.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "sxtest.h"
+
+#define MIB		(1ull << 20)
+
+/* First data block, where tests put their test blocks. */
+static u64 data0(struct sx_mount *mp)
+{
+	return mp->m_sb.sb_datastart;
+}
+
+/* Write test block @blkno at @gen in its own transaction. */
+static void put_tblock(struct sx_mount *mp, u64 blkno, u64 gen, u32 flags)
+{
+	struct sx_trans *tp;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), flags, &tp), 0);
+	assert_int_equal(sxt_tblock_write(tp, blkno, gen), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+}
+
+/* The generation on disk of a test block, read raw (-1 if unverifiable). */
+static s64 disk_gen(struct sx_bdev *bd, u32 bsize, u64 blkno)
+{
+	u8 *buf = malloc(bsize);
+	s64 gen;
+
+	sxt_bdev_peek(bd, blkno * bsize, buf, bsize);
+	gen = sxt_tblock_check(buf, bsize, blkno);
+	free(buf);
+	return gen;
+}
+
+/* Committed and forced changes survive a crash right after the force. */
+static void test_force_then_crash(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_recovery_stats rs;
+	u64 b = data0(mp), gen;
+
+	put_tblock(mp, b, 7, 0);
+	put_tblock(mp, b + 1, 8, SX_TRANS_SYNC);
+	sx_shutdown(mp);
+	assert_int_equal(sx_unmount(mp), -EIO);
+	/* nothing was written in place */
+	assert_true(disk_gen(bd, 4096, b) < 0);
+
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_records, 1);
+	assert_int_equal(rs.rs_bufs_replayed, 2);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 7);
+	assert_int_equal(sxt_tblock_read(mp, b + 1, &gen), 0);
+	assert_int_equal(gen, 8);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(disk_gen(bd, 4096, b), 7);
+	sx_bdev_destroy(bd);
+}
+
+/* A commit that was never forced is lost in a crash, and nothing else is. */
+static void test_unforced_lost(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 b = data0(mp), gen;
+
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	put_tblock(mp, b, 2, 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 1);
+	sx_unmount(mp);
+	sx_bdev_destroy(bd);
+}
+
+/* Cancel puts a buffer's contents back; a cancelled init is forgotten. */
+static void test_cancel_restores(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	u64 b = data0(mp), gen;
+
+	put_tblock(mp, b, 3, SX_TRANS_SYNC);
+	assert_int_equal(sx_trans_alloc(mp, 2 * sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sxt_tblock_update(tp, b, 4), 0);
+	assert_int_equal(sxt_tblock_write(tp, b + 5, 9), 0);
+	sx_trans_cancel(tp);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 3);
+	/* the cancelled init must not linger in the cache */
+	assert_int_not_equal(sxt_tblock_read(mp, b + 5, &gen), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(disk_gen(bd, 4096, b), 3);
+	assert_true(disk_gen(bd, 4096, b + 5) < 0);
+	sx_bdev_destroy(bd);
+}
+
+/* Rolling keeps a held buffer locked and joined; all steps are committed. */
+static void test_roll(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	u64 b = data0(mp), gen;
+	int i;
+
+	put_tblock(mp, b, 0, 0);
+	assert_int_equal(sx_trans_alloc(mp, 2 * sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b, &sxt_tblock_ops, 0, &bp), 0);
+	for (i = 1; i <= 20; i++) {
+		assert_int_equal(sxt_tblock_update(tp, b, i), 0);
+		assert_int_equal(sxt_tblock_write(tp, b + i, i), 0);
+		sx_trans_bhold(tp, bp);
+		assert_int_equal(sx_trans_roll(&tp), 0);
+		assert_ptr_equal(bp->b_trans, tp);
+	}
+	sx_trans_bhold_release(tp, bp);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 20);
+	for (i = 1; i <= 20; i++) {
+		assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
+		assert_int_equal(gen, i);
+	}
+	sx_unmount(mp);
+	sx_bdev_destroy(bd);
+}
+
+/* Logging more than was reserved fails cleanly; too large a reservation too. */
+static void test_reservation_limits(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	u64 b = data0(mp), gen;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_log_max_trans_bytes(mp) + 1, 0, &tp), -EINVAL);
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sxt_tblock_write(tp, b, 1), 0);
+	assert_int_equal(sxt_tblock_write(tp, b + 1, 1), -ENOSPC);
+	sx_trans_cancel(tp);
+	assert_int_not_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/* Many passes over a small log: every change is replayed or written back. */
+static void test_wraparound(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(4 * MIB, 512, 512);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_log_stats ls;
+	u64 b = data0(mp), gen, seed = 42;
+	u64 gens[64] = { 0 };
+	int i, round;
+
+	for (i = 0; i < 64; i++)
+		put_tblock(mp, b + i, 0, 0);
+	for (round = 0; round < 6; round++) {
+		for (i = 0; i < 2000; i++) {
+			u32 k = sxt_rand(&seed) % 64;
+			struct sx_trans *tp;
+
+			assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+			assert_int_equal(sxt_tblock_update(tp, b + k, ++gens[k]), 0);
+			assert_int_equal(sx_trans_commit(tp), 0);
+			if (i % 7 == 0)
+				assert_int_equal(sx_sync(mp), 0);
+		}
+		assert_int_equal(sx_sync(mp), 0);
+		/* crash after the log went round: recovery must find the head */
+		sx_shutdown(mp);
+		sx_unmount(mp);
+		mp = sxt_mount(bd);
+		for (i = 0; i < 64; i++) {
+			assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
+			assert_int_equal(gen, gens[i]);
+		}
+	}
+	sx_log_get_stats(mp, &ls);
+	assert_int_equal(sx_unmount(mp), 0);
+	/* wraps are counted per mount; count them over a fresh run instead */
+	mp = sxt_mount(bd);
+	for (i = 0; i < 20000; i++) {
+		struct sx_trans *tp;
+		u32 k = i % 64;
+
+		assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+		assert_int_equal(sxt_tblock_update(tp, b + k, ++gens[k]), 0);
+		assert_int_equal(sx_trans_commit(tp), 0);
+		if (i % 3 == 0)
+			assert_int_equal(sx_sync(mp), 0);
+	}
+	sx_log_get_stats(mp, &ls);
+	assert_true(ls.ls_wraps >= 20);
+	assert_int_equal(sx_unmount(mp), 0);
+	mp = sxt_mount(bd);
+	for (i = 0; i < 64; i++) {
+		assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
+		assert_int_equal(gen, gens[i]);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/* A binval'd block's older changes are never replayed over its new contents. */
+static void test_cancel_record(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	u64 b = data0(mp);
+	u8 *junk = malloc(4096);
+
+	put_tblock(mp, b, 5, SX_TRANS_SYNC);
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b, &sxt_tblock_ops, 0, &bp), 0);
+	assert_int_equal(sx_trans_binval(tp, bp), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	/* the block is reused as data behind the log's back */
+	memset(junk, 0xa5, 4096);
+	sxt_bdev_poke(bd, b * 4096, junk, 4096);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	sx_unmount(mp);
+	sxt_bdev_peek(bd, b * 4096, junk, 4096);
+	assert_int_equal(junk[100], 0xa5);
+	assert_int_equal(junk[4095], 0xa5);
+	free(junk);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A block torn while being written in place has a bad CRC: recovery must
+ * apply every logged change to it, not trust its LSN.
+ */
+static void test_torn_writeback(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_bdev *snap;
+	struct sx_trans *tp;
+	u64 b = data0(mp), gen;
+	u8 *newimg = malloc(4096);
+
+	put_tblock(mp, b, 1, 0);
+	assert_int_equal(sx_checkpoint(mp), 0);		/* gen 1 in place, tail moved */
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_tblock_update(tp, b, 2), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	snap = sxt_bdev_copy(bd);			/* log has gen 2, disk gen 1 */
+	assert_int_equal(sx_checkpoint(mp), 0);		/* gen 2 in place */
+	sxt_bdev_peek(bd, b * 4096, newimg, 4096);
+	sx_unmount(mp);
+	/* torn: the first sector (header, new LSN) of gen 2, the rest of gen 1 */
+	sxt_bdev_poke(snap, b * 4096, newimg, 512);
+	assert_true(disk_gen(snap, 4096, b) < 0);
+	mp = sxt_mount(snap);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 2);
+	sx_unmount(mp);
+	free(newimg);
+	sx_bdev_destroy(snap);
+	sx_bdev_destroy(bd);
+}
+
+/* A torn record ends the log: the record before it replays, it does not. */
+static void test_torn_record_ends_log(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_recovery_stats rs;
+	u64 b = data0(mp), gen, head, off;
+	u8 byte;
+
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	head = sx_log_head(mp);
+	off = (mp->m_sb.sb_logstart + SX_LSN_BLOCK(head)) * 4096ull + 3000;
+	put_tblock(mp, b, 2, SX_TRANS_SYNC);
+	put_tblock(mp, b, 3, SX_TRANS_SYNC);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	/* damage a byte in the second record's body */
+	sxt_bdev_peek(bd, off, &byte, 1);
+	byte ^= 0x40;
+	sxt_bdev_poke(bd, off, &byte, 1);
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_records, 1);
+	assert_int_equal(rs.rs_stop_reason, SX_LOG_STOP_CRC);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 1);
+	/* the log continues from the torn record's place; new work survives */
+	put_tblock(mp, b, 4, SX_TRANS_SYNC);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 4);
+	sx_unmount(mp);
+	sx_bdev_destroy(bd);
+}
+
+/* Every field of a record header is checked. */
+static void test_record_header_fields(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_dlog_rec good, bad;
+	u64 b = data0(mp), lsn = sx_log_head(mp);
+	u8 uuid[16];
+	u32 logblocks = mp->m_sb.sb_logblocks;
+	u64 logoff = mp->m_sb.sb_logstart * 4096;
+	const char *why;
+	size_t off;
+
+	memcpy(uuid, mp->m_sb.sb_uuid, 16);
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	sxt_bdev_peek(bd, logoff + SX_LSN_BLOCK(lsn) * 4096ull, &good, sizeof(good));
+	assert_int_equal(sx_log_rec_check_header(&good, uuid, lsn, logblocks, 4096, &why), 0);
+	/* flip each byte outside the CRC field: the header check or the CRC catches it */
+	for (off = 0; off < sizeof(good); off++) {
+		int hdr_err;
+
+		if (off >= offsetof(struct sx_dlog_rec, lr_crc) &&
+		    off < offsetof(struct sx_dlog_rec, lr_crc) + 4)
+			continue;
+		bad = good;
+		((u8 *)&bad)[off] ^= 0x01;
+		hdr_err = sx_log_rec_check_header(&bad, uuid, lsn, logblocks, 4096, &why);
+		if (off >= offsetof(struct sx_dlog_rec, lr_prev_crc) &&
+		    off < offsetof(struct sx_dlog_rec, lr_prev_crc) + 4) {
+			/* the chain check of the scan catches this one */
+			continue;
+		}
+		/* the positional fields are checked by the header check itself */
+		if (off < offsetof(struct sx_dlog_rec, lr_crc) ||
+		    (off >= offsetof(struct sx_dlog_rec, lr_lsn) &&
+		     off < offsetof(struct sx_dlog_rec, lr_tail_lsn)) ||
+		    (off >= offsetof(struct sx_dlog_rec, lr_cycle) &&
+		     off < offsetof(struct sx_dlog_rec, lr_cycle) + 4) ||
+		    off >= offsetof(struct sx_dlog_rec, lr_uuid))
+			assert_int_equal(hdr_err, -EFSCORRUPTED);
+		/* whatever the header check says, the record as a whole must be refused */
+		sxt_bdev_poke(bd, logoff + SX_LSN_BLOCK(lsn) * 4096ull, &bad, sizeof(bad));
+		mp = sxt_mount(bd);
+		{
+			struct sx_recovery_stats rs;
+
+			sx_get_recovery_stats(mp, &rs);
+			assert_int_equal(rs.rs_records, 0);
+		}
+		sx_shutdown(mp);
+		sx_unmount(mp);
+		sxt_bdev_poke(bd, logoff + SX_LSN_BLOCK(lsn) * 4096ull, &good, sizeof(good));
+	}
+	sx_bdev_destroy(bd);
+}
+
+/* An intent whose done item is durable is not recovered. */
+static void test_intent_done_pairs(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct sx_recovery_stats rs;
+	u64 b = data0(mp), id, gen;
+
+	sxt_nrecovered = 0;
+	assert_int_equal(sx_trans_alloc(mp, 1024, 0, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, b, 11, &id), 0);
+	assert_int_equal(sx_trans_roll(&tp), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp) + 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_finish_test_intent(tp, id, b, 11), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_log_outstanding_intents(mp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_intents, 0);
+	assert_int_equal(sxt_nrecovered, 0);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 11);
+	sx_unmount(mp);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * Unfinished intents are finished by recovery, in log order; the tail does
+ * not pass them before; recovering again does nothing and changes nothing.
+ */
+static void test_intent_recovery(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0), *once;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_recovery_stats rs;
+	struct sx_trans *tp;
+	u64 b = data0(mp), ids[3], gen, lsn0;
+	int i;
+
+	sxt_nrecovered = 0;
+	lsn0 = sx_log_head(mp);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(sx_trans_alloc(mp, 1024, SX_TRANS_SYNC, &tp), 0);
+		assert_int_equal(sxt_log_test_intent(tp, b + 10 - i, 100 + i, &ids[i]), 0);
+		assert_int_equal(sx_trans_commit(tp), 0);
+	}
+	assert_int_equal(sx_log_outstanding_intents(mp), 3);
+	/* a checkpoint may not move the tail past the first intent */
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_true(sx_log_tail(mp) <= lsn0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_intents, 3);
+	assert_int_equal(sxt_nrecovered, 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(sxt_recovered_ids[i], ids[i]);
+		assert_int_equal(sxt_tblock_read(mp, b + 10 - i, &gen), 0);
+		assert_int_equal(gen, 100 + i);
+	}
+	assert_int_equal(sx_log_outstanding_intents(mp), 0);
+	assert_int_equal(sx_log_tail(mp), sx_log_head(mp));
+	assert_int_equal(sx_unmount(mp), 0);
+
+	/* a second mount has nothing to do and writes nothing */
+	once = sxt_bdev_copy(bd);
+	sxt_nrecovered = 0;
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_records, 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sxt_nrecovered, 0);
+	assert_true(sxt_bdev_equal(bd, once));
+	sx_bdev_destroy(once);
+	sx_bdev_destroy(bd);
+}
+
+/* An intent that fails validation stops the mount and leaves the log alone. */
+static void test_intent_validation(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0), *before;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	u64 b = data0(mp), id, gen;
+
+	assert_int_equal(sx_trans_alloc(mp, 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, b, 5, &id), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	sxt_fail_validate = true;
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	sxt_fail_validate = false;
+	before = sxt_bdev_copy(bd);
+	/* the log was not marked clean: a good engine still finishes it */
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 5);
+	sx_unmount(mp);
+	sx_bdev_destroy(before);
+	sx_bdev_destroy(bd);
+}
+
+/* A read-only mount of a dirty log is refused unless told not to recover. */
+static void test_rdonly_dirty(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_mount_opts ro = { .mo_flags = SX_MOUNT_RDONLY };
+	struct sx_mount_opts norec = { .mo_flags = SX_MOUNT_RDONLY | SX_MOUNT_NORECOVERY };
+	struct sx_info in;
+
+	put_tblock(mp, data0(mp), 1, SX_TRANS_SYNC);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	assert_int_equal(sx_mount(bd, &ro, &mp), -EROFS);
+	assert_int_equal(sx_mount(bd, &norec, &mp), 0);
+	assert_int_equal(sx_get_info(mp, &in), 0);
+	assert_true(in.in_log_head != in.in_log_tail);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/* The buffer cache stays within its bound while dirtying many blocks. */
+static void test_bcache_bound(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(16 * MIB, 4096, 0);
+	struct sx_mount_opts mo = { .mo_bcache_max = 64 };
+	struct sx_bcache_stats st;
+	struct sx_mount *mp;
+	u64 b, gen;
+	int i;
+
+	assert_int_equal(sx_mount(bd, &mo, &mp), 0);
+	b = data0(mp);
+	for (i = 0; i < 1000; i++) {
+		put_tblock(mp, b + i, i, 0);
+		sx_bcache_get_stats(mp, &st);
+		assert_true(st.bs_cached <= 64 + 2);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sx_mount(bd, &mo, &mp), 0);
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
+		assert_int_equal(gen, i);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_force_then_crash),
+		cmocka_unit_test(test_unforced_lost),
+		cmocka_unit_test(test_cancel_restores),
+		cmocka_unit_test(test_roll),
+		cmocka_unit_test(test_reservation_limits),
+		cmocka_unit_test(test_wraparound),
+		cmocka_unit_test(test_cancel_record),
+		cmocka_unit_test(test_torn_writeback),
+		cmocka_unit_test(test_torn_record_ends_log),
+		cmocka_unit_test(test_record_header_fields),
+		cmocka_unit_test(test_intent_done_pairs),
+		cmocka_unit_test(test_intent_recovery),
+		cmocka_unit_test(test_intent_validation),
+		cmocka_unit_test(test_rdonly_dirty),
+		cmocka_unit_test(test_bcache_bound),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	sxt_register_test_intent();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
