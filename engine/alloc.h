@@ -49,6 +49,13 @@ int sx_alloc_is_free(struct sx_mount *mp, u64 bno, bool *freep);
 /** sx_alloc_res_bytes() - log bytes to reserve per extent allocated or freed */
 u32 sx_alloc_res_bytes(const struct sx_mount *mp);
 
+/**
+ * sx_alloc_max_extent() - the most blocks one sx_alloc_extent() hands out or
+ * one sx_free_extent() takes back (one bitmap block's worth of bits, so that
+ * a call changes at most two bitmap blocks); larger frees are -EINVAL
+ */
+u32 sx_alloc_max_extent(const struct sx_mount *mp);
+
 /* The verifier of bitmap blocks. */
 extern const struct sx_buf_ops sx_bitmap_buf_ops;
 
