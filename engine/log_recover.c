@@ -25,7 +25,7 @@ struct sx_rbuf {
 	u64		rb_blkno;
 	u64		rb_disk_lsn;	/* what the block held before replay; 0 = unusable */
 	u64		rb_lsn;		/* last change applied */
-	bool		rb_dirty;
+	u64		rb_dirty;	/* a u64 keeps rb_data 8-byte aligned */
 	u8		rb_data[];
 };
 
@@ -280,7 +280,7 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 		return error;
 	}
 	rb->rb_blkno = blkno;
-	rb->rb_dirty = false;
+	rb->rb_dirty = 0;
 	rb->rb_lsn = 0;
 	hdr = (const struct sx_dblk_hdr *)rb->rb_data;
 	/*
@@ -360,7 +360,7 @@ static int sx_recover_buf_op(struct sx_recover *rc, const struct sx_dlog_op *op,
 		memcpy(rb->rb_data + off, data, rlen);
 		data += rlen;
 	}
-	rb->rb_dirty = true;
+	rb->rb_dirty = 1;
 	rb->rb_lsn = rc->rc_lsn;
 	mp->m_rstats.rs_bufs_replayed++;
 	return 0;
