@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * POSIX implementation of the platform contract: memory, locks, atomics,
+ * RCU (liburcu, memb flavour), time, logging and assertions.
+ */
+#define _GNU_SOURCE
+#include "sx_platform.h"
+#include <swapext/device.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/*
+ * Memory.  SX_NOFS has no meaning here: there is no reclaim that could
+ * recurse into us.
+ */
+
+/* Allocate @size bytes; never returns a valid pointer for a failed request. */
+void *sx_alloc(size_t size, unsigned int flags)
+{
+	/* malloc(0) may return NULL, which callers would read as -ENOMEM */
+	return malloc(size ? size : 1);
+}
+
+/* Allocate @size zeroed bytes. */
+void *sx_zalloc(size_t size, unsigned int flags)
+{
+	return calloc(1, size ? size : 1);
+}
+
+/* Free memory from sx_alloc()/sx_zalloc(). */
+void sx_free(void *p)
+{
+	free(p);
+}
+
+/*
+ * Mutexes.  The owner is recorded so that sx_mutex_is_held() can answer
+ * for the calling thread.  The fields are written only by the holder, so a
+ * thread that does not hold the lock can never read its own id with m_held
+ * set; relaxed atomics keep the unlocked reads free of data races.
+ */
+
+/* Initialise a mutex. */
+void sx_mutex_init(struct sx_mutex *m)
+{
+	VERIFY(pthread_mutex_init(&m->m_lock, NULL) == 0);
+	__atomic_store_n(&m->m_held, false, __ATOMIC_RELAXED);
+}
+
+/* Release a mutex's resources; it must not be held. */
+void sx_mutex_destroy(struct sx_mutex *m)
+{
+	VERIFY(!__atomic_load_n(&m->m_held, __ATOMIC_RELAXED));
+	VERIFY(pthread_mutex_destroy(&m->m_lock) == 0);
+}
+
+/* Record the calling thread as the holder of a just-acquired mutex. */
+static void sx_mutex_set_owner(struct sx_mutex *m)
+{
+	__atomic_store_n(&m->m_owner, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&m->m_held, true, __ATOMIC_RELAXED);
+}
+
+/* Forget the holder of a mutex about to be released. */
+static void sx_mutex_clear_owner(struct sx_mutex *m)
+{
+	__atomic_store_n(&m->m_held, false, __ATOMIC_RELAXED);
+}
+
+/* Take a mutex; taking it twice in one thread is a bug, caught here. */
+void sx_mutex_lock(struct sx_mutex *m)
+{
+	VERIFY(!sx_mutex_is_held(m));
+	VERIFY(pthread_mutex_lock(&m->m_lock) == 0);
+	sx_mutex_set_owner(m);
+}
+
+/* Take a mutex if it is free; one the caller holds is not free. */
+bool sx_mutex_trylock(struct sx_mutex *m)
+{
+	int error;
+
+	if (sx_mutex_is_held(m))
+		return false;
+	error = pthread_mutex_trylock(&m->m_lock);
+	if (error == EBUSY)
+		return false;
+	VERIFY(error == 0);
+	sx_mutex_set_owner(m);
+	return true;
+}
+
+/* Release a mutex; only its holder may. */
+void sx_mutex_unlock(struct sx_mutex *m)
+{
+	VERIFY(sx_mutex_is_held(m));
+	sx_mutex_clear_owner(m);
+	VERIFY(pthread_mutex_unlock(&m->m_lock) == 0);
+}
+
+/* True if the calling thread holds @m. */
+bool sx_mutex_is_held(struct sx_mutex *m)
+{
+	pthread_t owner;
+
+	if (!__atomic_load_n(&m->m_held, __ATOMIC_RELAXED))
+		return false;
+	owner = __atomic_load_n(&m->m_owner, __ATOMIC_RELAXED);
+	return pthread_equal(owner, pthread_self());
+}
+
+/*
+ * Reader/writer semaphores.  Writers are preferred, as in the kernel's
+ * rwsem: glibc's default lets a stream of readers starve a writer forever,
+ * and it would hide the recursive-read deadlocks the kernel build has.
+ */
+
+/* Initialise a reader/writer semaphore. */
+void sx_rwsem_init(struct sx_rwsem *s)
+{
+	pthread_rwlockattr_t attr;
+
+	VERIFY(pthread_rwlockattr_init(&attr) == 0);
+	VERIFY(pthread_rwlockattr_setkind_np(&attr,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) == 0);
+	VERIFY(pthread_rwlock_init(&s->s_lock, &attr) == 0);
+	pthread_rwlockattr_destroy(&attr);
+	__atomic_store_n(&s->s_write_held, false, __ATOMIC_RELAXED);
+}
+
+/* Release a reader/writer semaphore's resources. */
+void sx_rwsem_destroy(struct sx_rwsem *s)
+{
+	VERIFY(!__atomic_load_n(&s->s_write_held, __ATOMIC_RELAXED));
+	VERIFY(pthread_rwlock_destroy(&s->s_lock) == 0);
+}
+
+/* Take @s shared. */
+void sx_rwsem_down_read(struct sx_rwsem *s)
+{
+	VERIFY(!sx_rwsem_is_write_held(s));
+	VERIFY(pthread_rwlock_rdlock(&s->s_lock) == 0);
+}
+
+/* Drop a shared hold of @s. */
+void sx_rwsem_up_read(struct sx_rwsem *s)
+{
+	VERIFY(pthread_rwlock_unlock(&s->s_lock) == 0);
+}
+
+/* Take @s exclusive. */
+void sx_rwsem_down_write(struct sx_rwsem *s)
+{
+	VERIFY(!sx_rwsem_is_write_held(s));
+	VERIFY(pthread_rwlock_wrlock(&s->s_lock) == 0);
+	__atomic_store_n(&s->s_writer, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->s_write_held, true, __ATOMIC_RELAXED);
+}
+
+/* Drop an exclusive hold of @s. */
+void sx_rwsem_up_write(struct sx_rwsem *s)
+{
+	VERIFY(sx_rwsem_is_write_held(s));
+	__atomic_store_n(&s->s_write_held, false, __ATOMIC_RELAXED);
+	VERIFY(pthread_rwlock_unlock(&s->s_lock) == 0);
+}
+
+/* True if the calling thread holds @s exclusive. */
+bool sx_rwsem_is_write_held(struct sx_rwsem *s)
+{
+	pthread_t writer;
+
+	if (!__atomic_load_n(&s->s_write_held, __ATOMIC_RELAXED))
+		return false;
+	writer = __atomic_load_n(&s->s_writer, __ATOMIC_RELAXED);
+	return pthread_equal(writer, pthread_self());
+}
+
+/*
+ * Spinlocks are plain mutexes, as in xfsprogs: a spinning lock in
+ * userspace burns a CPU whenever the holder is preempted.
+ */
+
+/* Initialise a spinlock. */
+void sx_spin_init(struct sx_spinlock *l)
+{
+	VERIFY(pthread_mutex_init(&l->l_lock, NULL) == 0);
+}
+
+/* Release a spinlock's resources. */
+void sx_spin_destroy(struct sx_spinlock *l)
+{
+	VERIFY(pthread_mutex_destroy(&l->l_lock) == 0);
+}
+
+/* Take a spinlock. */
+void sx_spin_lock(struct sx_spinlock *l)
+{
+	VERIFY(pthread_mutex_lock(&l->l_lock) == 0);
+}
+
+/* Release a spinlock. */
+void sx_spin_unlock(struct sx_spinlock *l)
+{
+	VERIFY(pthread_mutex_unlock(&l->l_lock) == 0);
+}
+
+/* Condition variables. */
+
+/* Initialise a condition variable. */
+void sx_cond_init(struct sx_cond *c)
+{
+	VERIFY(pthread_cond_init(&c->c_cond, NULL) == 0);
+}
+
+/* Release a condition variable's resources. */
+void sx_cond_destroy(struct sx_cond *c)
+{
+	VERIFY(pthread_cond_destroy(&c->c_cond) == 0);
+}
+
+/* Sleep on @c with @m released; the owner record follows the lock. */
+void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m)
+{
+	VERIFY(sx_mutex_is_held(m));
+	sx_mutex_clear_owner(m);
+	VERIFY(pthread_cond_wait(&c->c_cond, &m->m_lock) == 0);
+	sx_mutex_set_owner(m);
+}
+
+/* Wake every waiter of @c. */
+void sx_cond_broadcast(struct sx_cond *c)
+{
+	VERIFY(pthread_cond_broadcast(&c->c_cond) == 0);
+}
+
+/* Atomics: sequentially consistent, as the contract promises. */
+
+/* Read a 32-bit atomic. */
+s32 sx_atomic_read(const struct sx_atomic *a)
+{
+	return __atomic_load_n(&a->a_val, __ATOMIC_SEQ_CST);
+}
+
+/* Set a 32-bit atomic. */
+void sx_atomic_set(struct sx_atomic *a, s32 v)
+{
+	__atomic_store_n(&a->a_val, v, __ATOMIC_SEQ_CST);
+}
+
+/* Add to a 32-bit atomic and return the new value. */
+s32 sx_atomic_add_return(struct sx_atomic *a, s32 v)
+{
+	return __atomic_add_fetch(&a->a_val, v, __ATOMIC_SEQ_CST);
+}
+
+/* Compare and exchange a 32-bit atomic; returns the value found. */
+s32 sx_atomic_cmpxchg(struct sx_atomic *a, s32 old, s32 new)
+{
+	/* on failure the builtin stores the value it found into old */
+	__atomic_compare_exchange_n(&a->a_val, &old, new, false,
+				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return old;
+}
+
+/* Read a 64-bit atomic. */
+s64 sx_atomic64_read(const struct sx_atomic64 *a)
+{
+	return __atomic_load_n(&a->a_val, __ATOMIC_SEQ_CST);
+}
+
+/* Set a 64-bit atomic. */
+void sx_atomic64_set(struct sx_atomic64 *a, s64 v)
+{
+	__atomic_store_n(&a->a_val, v, __ATOMIC_SEQ_CST);
+}
+
+/* Add to a 64-bit atomic and return the new value. */
+s64 sx_atomic64_add_return(struct sx_atomic64 *a, s64 v)
+{
+	return __atomic_add_fetch(&a->a_val, v, __ATOMIC_SEQ_CST);
+}
+
+/* Compare and exchange a 64-bit atomic; returns the value found. */
+s64 sx_atomic64_cmpxchg(struct sx_atomic64 *a, s64 old, s64 new)
+{
+	__atomic_compare_exchange_n(&a->a_val, &old, new, false,
+				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return old;
+}
+
+/*
+ * RCU.  liburcu refuses a second registration of one thread, but library
+ * entry points and the programs around them both want to say "this thread
+ * uses RCU"; a per-thread depth lets them nest.
+ */
+static __thread unsigned int sx_rcu_depth;
+
+/* Register the calling thread with liburcu (nests). */
+void sx_thread_enter(void)
+{
+	if (sx_rcu_depth++ == 0)
+		urcu_memb_register_thread();
+}
+
+/* Unregister the calling thread when its outermost enter ends. */
+void sx_thread_exit(void)
+{
+	VERIFY(sx_rcu_depth > 0);
+	if (--sx_rcu_depth == 0)
+		urcu_memb_unregister_thread();
+}
+
+/* Begin an RCU read-side critical section. */
+void sx_rcu_read_lock(void)
+{
+	urcu_memb_read_lock();
+}
+
+/* End an RCU read-side critical section. */
+void sx_rcu_read_unlock(void)
+{
+	urcu_memb_read_unlock();
+}
+
+/* Wait for every reader that was running when we were called. */
+void sx_synchronize_rcu(void)
+{
+	urcu_memb_synchronize_rcu();
+}
+
+/* liburcu's callback: find the engine's head around liburcu's and run it. */
+static void sx_rcu_trampoline(struct rcu_head *urcu)
+{
+	struct sx_rcu_head *head;
+
+	head = (struct sx_rcu_head *)((char *)urcu -
+				      offsetof(struct sx_rcu_head, rh_urcu));
+	head->rh_func(head);
+}
+
+/* Run @fn(@head) from liburcu's callback thread after a grace period. */
+void sx_call_rcu(struct sx_rcu_head *head, void (*fn)(struct sx_rcu_head *head))
+{
+	head->rh_func = fn;
+	urcu_memb_call_rcu(&head->rh_urcu, sx_rcu_trampoline);
+}
+
+/* Wait until every callback queued so far has run. */
+void sx_rcu_barrier(void)
+{
+	urcu_memb_barrier();
+}
+
+/* Time. */
+
+/* Read @clock in nanoseconds. */
+static u64 sx_clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	VERIFY(clock_gettime(clock, &ts) == 0);
+	return (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec;
+}
+
+/* Monotonic time in nanoseconds. */
+u64 sx_now_ns(void)
+{
+	return sx_clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Wall-clock time in nanoseconds since the Unix epoch. */
+u64 sx_wall_ns(void)
+{
+	return sx_clock_ns(CLOCK_REALTIME);
+}
+
+/*
+ * Logging.  The callback is called with sx_log_lock held shared, so that
+ * once sx_set_log_callback() returns no thread is still inside the old
+ * callback and its argument may go away.  The lock is glibc's default
+ * (reader-preferring) kind, so a callback that logs again cannot deadlock;
+ * one that calls sx_set_log_callback() would.
+ */
+static pthread_rwlock_t sx_log_lock = PTHREAD_RWLOCK_INITIALIZER;
+static sx_log_callback sx_log_fn;
+static void *sx_log_arg;
+
+/* Default sink: warnings and errors on stderr, one line each. */
+static void sx_log_stderr(enum sx_log_level level, const char *msg)
+{
+	if (level <= SX_LOG_WARN)
+		fprintf(stderr, "%s\n", msg);
+}
+
+/* Format a message and pass it to the callback (or stderr). */
+void sx_log_emit(enum sx_log_level level, const char *fmt, ...)
+{
+	char stackbuf[512];
+	char *msg = stackbuf;
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(stackbuf, sizeof(stackbuf), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(stackbuf)) {
+		/* too long for the stack: format again, or send it truncated */
+		char *big = malloc((size_t)len + 1);
+
+		if (big) {
+			va_start(ap, fmt);
+			vsnprintf(big, (size_t)len + 1, fmt, ap);
+			va_end(ap);
+			msg = big;
+		} else {
+			len = sizeof(stackbuf) - 1;
+		}
+	}
+	/* sinks add their own line end */
+	if (len > 0 && msg[len - 1] == '\n')
+		msg[len - 1] = '\0';
+
+	pthread_rwlock_rdlock(&sx_log_lock);
+	if (sx_log_fn)
+		sx_log_fn(sx_log_arg, level, msg);
+	else
+		sx_log_stderr(level, msg);
+	pthread_rwlock_unlock(&sx_log_lock);
+
+	if (msg != stackbuf)
+		free(msg);
+}
+
+/* Send messages to @fn, or back to stderr with NULL. */
+void sx_set_log_callback(sx_log_callback fn, void *arg)
+{
+	pthread_rwlock_wrlock(&sx_log_lock);
+	sx_log_fn = fn;
+	sx_log_arg = arg;
+	pthread_rwlock_unlock(&sx_log_lock);
+}
+
+/* A VERIFY or ASSERT failed: say where, then stop with a core dump. */
+void sx_assert_fail(const char *expr, const char *file, int line)
+{
+	fprintf(stderr, "swapext: assertion failed: %s (%s:%d)\n", expr, file, line);
+	fflush(stderr);
+	abort();
+}
