@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Checker tests: a fresh and a used filesystem check clean; each kind of
+ * damage (bitmap bits, CRC, counts, headers, LSNs, one superblock copy,
+ * both copies, copies that disagree, a log that needs recovery, a logged
+ * op recovery would refuse, garbage) is reported as a problem, and the
+ * checker never crashes on any of it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sxtest.h"
+
+#define MIB		(1ull << 20)
+
+/* The report of one sx_check() run. */
+struct report {
+	char	*text;
+	size_t	len;
+	size_t	cap;
+	u64	lines;
+	u64	problem_lines;
+};
+
+/* Collect one report line. */
+static void __attribute__((format(printf, 2, 3)))
+report_line(void *arg, const char *fmt, ...)
+{
+	struct report *r = arg;
+	char line[1024];
+	size_t n;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	n = strlen(line);
+	if (r->len + n + 2 > r->cap) {
+		r->cap = (r->len + n + 2) * 2;
+		r->text = realloc(r->text, r->cap);
+		assert_non_null(r->text);
+	}
+	memcpy(r->text + r->len, line, n);
+	r->len += n;
+	r->text[r->len++] = '\n';
+	r->text[r->len] = '\0';
+	r->lines++;
+	if (!strncmp(line, "problem: ", 9))
+		r->problem_lines++;
+}
+
+/* Run the checker; returns the number of problems and fills @r. */
+static u64 check(struct sx_bdev *bd, struct report *r)
+{
+	u64 problems = ~0ull;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(sx_check(bd, report_line, r, &problems), 0);
+	assert_non_null(r->text);
+	/* every problem is one report line, and the count says so */
+	assert_int_equal(problems, r->problem_lines);
+	if (getenv("SX_TEST_VERBOSE"))
+		fputs(r->text, stderr);
+	return problems;
+}
+
+/* True if the report holds @s. */
+static bool has(const struct report *r, const char *s)
+{
+	return r->text && strstr(r->text, s) != NULL;
+}
+
+static void report_free(struct report *r)
+{
+	free(r->text);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The superblock as a mount would read it. */
+static struct sx_sb get_sb(struct sx_bdev *bd)
+{
+	struct sx_sb sb;
+
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	return sb;
+}
+
+/* Read block @blkno of a device of block size @bs. */
+static u8 *get_block(struct sx_bdev *bd, u32 bs, u64 blkno)
+{
+	u8 *buf = malloc(bs);
+
+	assert_non_null(buf);
+	sxt_bdev_peek(bd, blkno * bs, buf, bs);
+	return buf;
+}
+
+/* Write block @blkno back, with a fresh header CRC if @restamp. */
+static void put_block(struct sx_bdev *bd, u32 bs, u64 blkno, u8 *buf, bool restamp)
+{
+	struct sx_dblk_hdr *hdr = (struct sx_dblk_hdr *)buf;
+
+	if (restamp)
+		hdr->bh_crc = cpu_to_le32(sx_cksum_skip(buf, bs,
+							offsetof(struct sx_dblk_hdr, bh_crc)));
+	sxt_bdev_poke(bd, blkno * bs, buf, bs);
+	free(buf);
+}
+
+/* Flip bit @bit of a bitmap block image. */
+static void flip_bit(u8 *blk, u64 bit)
+{
+	blk[SX_BITMAP_HDR_SIZE + bit / 8] ^= (u8)(1u << (bit % 8));
+}
+
+/* A 512-byte-block filesystem of 8 MiB: 16384 blocks, 5 bitmap blocks. */
+static struct sx_bdev *small_fs(void)
+{
+	return sxt_memfs(8 * MIB, 512, 0);
+}
+
+/* Allocate and free some extents and unmount cleanly. */
+static void workload(struct sx_bdev *bd, u32 ntrans)
+{
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 bno[64], seed = 12345;
+	u32 len[64], n = 0, i;
+	struct sx_trans *tp;
+
+	for (i = 0; i < ntrans; i++) {
+		assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+		if (n < 64 && (n == 0 || sxt_rand(&seed) % 3)) {
+			u64 hint = mp->m_sb.sb_datastart +
+				   sxt_rand(&seed) % (mp->m_sb.sb_dblocks - mp->m_sb.sb_datastart);
+
+			assert_int_equal(sx_alloc_extent(tp, hint, 1, 1 + sxt_rand(&seed) % 40,
+							 &bno[n], &len[n]), 0);
+			n++;
+		} else {
+			u32 k = sxt_rand(&seed) % n;
+
+			assert_int_equal(sx_free_extent(tp, bno[k], len[k]), 0);
+			bno[k] = bno[n - 1];
+			len[k] = len[n - 1];
+			n--;
+		}
+		assert_int_equal(sx_trans_commit(tp), 0);
+		if (i % 10 == 9)
+			assert_int_equal(sx_sync(mp), 0);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+}
+
+/* A new filesystem has no problems, at several block sizes. */
+static void test_fresh_clean(void **state)
+{
+	static const u32 sizes[] = { 512, 1024, 4096, 65536 };
+	struct report r;
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct sx_bdev *bd = sxt_memfs(sizes[i] == 65536 ? 64 * MIB : 8 * MIB,
+					       sizes[i], 0);
+
+		assert_int_equal(check(bd, &r), 0);
+		assert_true(has(&r, "log: clean"));
+		assert_true(has(&r, "check done: 0 problems"));
+		report_free(&r);
+		sx_bdev_destroy(bd);
+	}
+}
+
+/* After a workload and a clean unmount: no problems, and the free count is right. */
+static void test_used_clean(void **state)
+{
+	struct sx_bdev *bd = small_fs();
+	struct sx_mount *mp;
+	struct sx_info in;
+	struct report r;
+	char want[128];
+
+	workload(bd, 150);
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_get_info(mp, &in), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+
+	assert_int_equal(check(bd, &r), 0);
+	snprintf(want, sizeof(want), "bitmap: %llu free blocks of %llu data blocks",
+		 (unsigned long long)in.in_free_blocks,
+		 (unsigned long long)(in.in_dblocks - in.in_datastart));
+	assert_true(has(&r, want));
+	assert_true(in.in_free_blocks < in.in_dblocks - in.in_datastart);
+	report_free(&r);
+	sx_bdev_destroy(bd);
+}
+
+/* A clear bit in each reserved area, with the CRC made right again. */
+static void test_bitmap_reserved_bits(void **state)
+{
+	struct sx_bdev *base = small_fs();
+	struct sx_sb sb = get_sb(base);
+	u64 bits = SX_BITMAP_BITS(sb.sb_blocksize);
+	struct {
+		u64		blk;	/* filesystem block whose bit is cleared */
+		const char	*what;
+	} cases[] = {
+		{ 0, "superblock copies" },
+		{ 1, "superblock copies" },
+		{ sb.sb_logstart + 3, "log [" },
+		{ sb.sb_logstart + sb.sb_logblocks - 1, "log [" },
+		{ sb.sb_bmapstart, "bitmap [" },
+		{ sb.sb_bmapstart + sb.sb_bmapblocks - 1, "bitmap [" },
+		{ sb.sb_dblocks, "past the end of the filesystem" },
+		{ (u64)sb.sb_bmapblocks * bits - 1, "past the end of the filesystem" },
+	};
+	struct report r;
+	u32 i;
+
+	/* the cases must be where they say */
+	assert_true(sb.sb_bmapblocks >= 2);
+	assert_true(sb.sb_dblocks < (u64)sb.sb_bmapblocks * bits);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sx_bdev *bd = sxt_bdev_copy(base);
+		u32 idx = cases[i].blk / bits;
+		u8 *blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx);
+
+		flip_bit(blk, cases[i].blk % bits);
+		put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx, blk, true);
+		assert_true(check(bd, &r) >= 1);
+		assert_true(has(&r, cases[i].what));
+		report_free(&r);
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(base);
+}
+
+/* A data bit changed without its count, then the count changed without a bit. */
+static void test_bitmap_nfree(void **state)
+{
+	struct sx_bdev *bd = small_fs();
+	struct sx_sb sb = get_sb(bd);
+	u64 bits = SX_BITMAP_BITS(sb.sb_blocksize);
+	struct sx_dbitmap *bm;
+	struct report r;
+	char want[96];
+	u32 idx = 2;
+	u8 *blk;
+
+	/* mark a free data block of bitmap block 2 in use: the count is now off */
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx);
+	bm = (struct sx_dbitmap *)blk;
+	flip_bit(blk, 17);
+	snprintf(want, sizeof(want), "bm_nfree is %u, but %u bits are clear",
+		 le32_to_cpu(bm->bm_nfree), le32_to_cpu(bm->bm_nfree) - 1);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx, blk, true);
+	assert_true((u64)idx * bits + 17 >= sb.sb_datastart);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, want));
+	report_free(&r);
+
+	/* put the bit back but change bm_nfree */
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx);
+	bm = (struct sx_dbitmap *)blk;
+	flip_bit(blk, 17);
+	bm->bm_nfree = cpu_to_le32(le32_to_cpu(bm->bm_nfree) + 5);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx, blk, true);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "bm_nfree"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+}
+
+/* A byte changed without a new CRC; then header fields with a good CRC. */
+static void test_bitmap_crc_and_header(void **state)
+{
+	struct sx_bdev *base = small_fs();
+	struct sx_sb sb = get_sb(base);
+	struct sx_bdev *bd;
+	struct sx_dbitmap *bm;
+	struct report r;
+	u8 *blk;
+
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1);
+	blk[sb.sb_blocksize - 1] ^= 0x40;
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1, blk, false);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "bitmap block 1"));
+	assert_true(has(&r, "bad CRC"));
+	/* the other blocks are still counted, and the report says one was not */
+	assert_true(has(&r, "(1 could not)"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_index = cpu_to_le32(3);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1, blk, true);
+	assert_true(check(bd, &r) >= 1);
+	assert_true(has(&r, "bm_index is 3, expected 1"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_hdr.bh_magic = cpu_to_le32(0x12345678);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart, blk, true);
+	assert_true(check(bd, &r) >= 1);
+	assert_true(has(&r, "magic is 0x12345678"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_hdr.bh_owner = cpu_to_le64(77);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart, blk, true);
+	assert_true(check(bd, &r) >= 1);
+	assert_true(has(&r, "owner is 77"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	/* a block LSN the log never reached */
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 4);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_hdr.bh_lsn = cpu_to_le64(SX_LSN(7, 5));
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 4, blk, true);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "LSN 7/5 is not behind the log head"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	/* a wiped bitmap block */
+	bd = sxt_bdev_copy(base);
+	blk = calloc(1, sb.sb_blocksize);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 2, blk, false);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "all zeroes"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(base);
+}
+
+/* Rewrite superblock copy @k from @sb (sequence and all, as given). */
+static void put_sb_copy(struct sx_bdev *bd, int k, const struct sx_sb *sb)
+{
+	u8 buf[SX_SB_SIZE];
+
+	sx_sb_encode(sb, buf);
+	sxt_bdev_poke(bd, (u64)k * sb->sb_blocksize, buf, SX_SB_SIZE);
+}
+
+/* One bad superblock copy is a problem, and everything else is still checked. */
+static void test_one_sb_copy(void **state)
+{
+	struct sx_bdev *base = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_sb sb = get_sb(base);
+	struct sx_bdev *bd;
+	struct report r;
+	u8 buf[SX_SB_SIZE];
+	int k;
+
+	workload(base, 40);
+	sb = get_sb(base);
+	for (k = 0; k < 2; k++) {
+		/*
+		 * A damaged copy: a uuid byte changed.  Without the newest
+		 * copy a mount reads the older one, whose tail is older: the
+		 * log from there on is valid again and would be replayed.
+		 */
+		bool newest = (u64)k == sb.sb_seq % 2;
+
+		bd = sxt_bdev_copy(base);
+		sxt_bdev_peek(bd, (u64)k * 4096, buf, SX_SB_SIZE);
+		buf[offsetof(struct sx_dsb, sb_uuid) + 3] ^= 0x10;
+		sxt_bdev_poke(bd, (u64)k * 4096, buf, SX_SB_SIZE);
+		if (newest)
+			assert_true(check(bd, &r) >= 1);
+		else
+			assert_int_equal(check(bd, &r), 1);
+		assert_true(has(&r, k ? "superblock copy 1" : "superblock copy 0"));
+		assert_true(has(&r, "bad CRC"));
+		/* the other copy is the one in use */
+		assert_true(has(&r, k ? "copy 0 in use" : "copy 1 in use"));
+		/* still ran to the end */
+		assert_true(has(&r, "note: bitmap:"));
+		assert_true(has(&r, "check done"));
+		if (!newest)
+			assert_true(has(&r, "log: clean"));
+		report_free(&r);
+		sx_bdev_destroy(bd);
+	}
+
+	/* a copy whose CRC is right but whose geometry is not */
+	bd = sxt_bdev_copy(base);
+	sxt_bdev_peek(bd, 0, buf, SX_SB_SIZE);
+	{
+		struct sx_dsb *dsb = (struct sx_dsb *)buf;
+
+		dsb->sb_logblocks = cpu_to_le32(sb.sb_logblocks + 1000000);
+		dsb->sb_crc = cpu_to_le32(sx_cksum_skip(buf, SX_SB_SIZE,
+							offsetof(struct sx_dsb, sb_crc)));
+	}
+	sxt_bdev_poke(bd, 0, buf, SX_SB_SIZE);
+	assert_true(check(bd, &r) >= 2);
+	assert_true(has(&r, "CRC is right but fields fail verification"));
+	assert_true(has(&r, "sb_logblocks is"));
+	assert_true(has(&r, "note: bitmap:"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	/* two valid copies that disagree */
+	bd = sxt_bdev_copy(base);
+	{
+		struct sx_sb other = sb;
+		int oldk = 1 - (int)(sb.sb_seq % 2);
+
+		other.sb_feat_compat = 0x100;	/* unknown compat bits mount fine */
+		other.sb_seq = sb.sb_seq - 1;
+		put_sb_copy(bd, oldk, &other);
+	}
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "sb_feat_compat is"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+
+	/* a valid copy whose sequence number is in the wrong copy */
+	bd = sxt_bdev_copy(base);
+	{
+		struct sx_sb other = sb;
+		int oldk = 1 - (int)(sb.sb_seq % 2);
+
+		other.sb_seq = sb.sb_seq + 2;	/* now the newest, same parity */
+		put_sb_copy(bd, oldk, &other);
+	}
+	assert_true(check(bd, &r) >= 1);
+	assert_true(has(&r, "belongs in copy"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(base);
+}
+
+/* With both copies bad there is nothing to go on: problems, and no crash. */
+static void test_both_sb_copies(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	u8 junk[SX_SB_SIZE];
+	struct report r;
+	u32 i;
+
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (u8)(i * 37 + 11);
+	sxt_bdev_poke(bd, 100, junk, 64);
+	sxt_bdev_poke(bd, 4096, junk, sizeof(junk));
+	assert_true(check(bd, &r) >= 2);
+	assert_true(has(&r, "superblock copy 0"));
+	assert_true(has(&r, "superblock copy 1"));
+	assert_true(has(&r, "no valid superblock"));
+	report_free(&r);
+
+	/* wiped entirely */
+	memset(junk, 0, sizeof(junk));
+	sxt_bdev_poke(bd, 0, junk, sizeof(junk));
+	sxt_bdev_poke(bd, 4096, junk, sizeof(junk));
+	assert_true(check(bd, &r) >= 2);
+	assert_true(has(&r, "all zeroes"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+}
+
+/* Committed and synced but not checkpointed: the log needs recovery. */
+static void test_dirty_log(void **state)
+{
+	struct sx_bdev *bd = small_fs();
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct report r;
+	u64 bno;
+	u32 len;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_alloc_extent(tp, 0, 1, 8, &bno, &len), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_free_extent(tp, bno, 3), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	sx_shutdown(mp);
+	assert_int_equal(sx_unmount(mp), -EIO);
+
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "needs recovery: 2 valid records"));
+	report_free(&r);
+
+	/* recovery makes it clean */
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(check(bd, &r), 0);
+	assert_true(has(&r, "log: clean"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+}
+
+/* A logged BUF op for a block recovery may not touch, with a good record CRC. */
+static void test_log_bad_op(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_sb sb;
+	struct sx_trans *tp;
+	struct sx_dlog_rec *rec;
+	struct report r;
+	u8 *buf, *p;
+	u32 i, blocks;
+	u64 bno;
+	u32 len;
+	bool found = false;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_alloc_extent(tp, 0, 1, 4, &bno, &len), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+
+	sb = get_sb(bd);
+	buf = get_block(bd, 4096, sb.sb_logstart + SX_LSN_BLOCK(sb.sb_log_tail));
+	rec = (struct sx_dlog_rec *)buf;
+	assert_int_equal(le32_to_cpu(rec->lr_magic), SX_LOG_MAGIC);
+	blocks = le32_to_cpu(rec->lr_blocks);
+	assert_int_equal(blocks, 1);
+	p = buf + sizeof(*rec);
+	for (i = 0; i < le32_to_cpu(rec->lr_nops); i++) {
+		struct sx_dlog_op *op = (struct sx_dlog_op *)p;
+
+		if (le16_to_cpu(op->lo_type) == SX_LOG_OP_BUF) {
+			struct sx_dlog_buf *lb = (struct sx_dlog_buf *)(op + 1);
+
+			lb->lb_blkno = cpu_to_le64(1);	/* the secondary superblock */
+			found = true;
+			break;
+		}
+		p += sizeof(*op) + sx_roundup(le32_to_cpu(op->lo_len), SX_LOG_OP_ALIGN);
+	}
+	assert_true(found);
+	rec->lr_crc = cpu_to_le32(sx_cksum_skip(buf, 4096, offsetof(struct sx_dlog_rec, lr_crc)));
+	sxt_bdev_poke(bd, (sb.sb_logstart + SX_LSN_BLOCK(sb.sb_log_tail)) * 4096, buf, 4096);
+	free(buf);
+
+	assert_int_equal(check(bd, &r), 2);
+	assert_true(has(&r, "needs recovery"));
+	assert_true(has(&r, "outside the metadata area"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+}
+
+/* Garbage anywhere: the checker reports and returns, never crashes or spins. */
+static void test_garbage(void **state)
+{
+	struct sx_bdev *base = small_fs();
+	struct sx_sb sb = get_sb(base);
+	u64 seed = 99, off, end;
+	struct report r;
+	u8 *junk = malloc(64 * 1024);
+	int round;
+
+	assert_non_null(junk);
+	for (round = 0; round < 4; round++) {
+		struct sx_bdev *bd = sxt_bdev_copy(base);
+		u32 i;
+
+		for (i = 0; i < 64 * 1024; i++)
+			junk[i] = (u8)sxt_rand(&seed);
+		switch (round) {
+		case 0:		/* the log */
+			off = sb.sb_logstart * sb.sb_blocksize;
+			end = (sb.sb_logstart + sb.sb_logblocks) * sb.sb_blocksize;
+			break;
+		case 1:		/* the bitmap */
+			off = sb.sb_bmapstart * sb.sb_blocksize;
+			end = (sb.sb_bmapstart + sb.sb_bmapblocks) * sb.sb_blocksize;
+			break;
+		case 2:		/* both superblock copies */
+			off = 0;
+			end = 2 * sb.sb_blocksize;
+			break;
+		default:	/* everything up to the data */
+			off = 0;
+			end = sb.sb_datastart * sb.sb_blocksize;
+			break;
+		}
+		for (; off < end; off += 64 * 1024)
+			sxt_bdev_poke(bd, off, junk, (u32)sx_min(end - off, (u64)64 * 1024));
+		if (round == 0) {
+			/* a log of junk has no valid record: still clean */
+			assert_int_equal(check(bd, &r), 0);
+		} else {
+			assert_true(check(bd, &r) >= 1);
+		}
+		report_free(&r);
+		sx_bdev_destroy(bd);
+	}
+	free(junk);
+	sx_bdev_destroy(base);
+
+	/* a device too small to hold a superblock at all */
+	{
+		struct sx_bdev *tiny;
+
+		assert_int_equal(sx_memdev_create(512, 512, &tiny), 0);
+		assert_true(check(tiny, &r) >= 1);
+		report_free(&r);
+		sx_bdev_destroy(tiny);
+	}
+}
+
+/* Bad arguments are refused, and a NULL report or count is allowed. */
+static void test_args(void **state)
+{
+	struct sx_bdev *bd = small_fs();
+	u64 problems = 5;
+
+	assert_int_equal(sx_check(NULL, report_line, NULL, &problems), -EINVAL);
+	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
+	assert_int_equal(problems, 0);
+	assert_int_equal(sx_check(bd, NULL, NULL, NULL), 0);
+	sx_bdev_destroy(bd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fresh_clean),
+		cmocka_unit_test(test_used_clean),
+		cmocka_unit_test(test_bitmap_reserved_bits),
+		cmocka_unit_test(test_bitmap_nfree),
+		cmocka_unit_test(test_bitmap_crc_and_header),
+		cmocka_unit_test(test_one_sb_copy),
+		cmocka_unit_test(test_both_sb_copies),
+		cmocka_unit_test(test_dirty_log),
+		cmocka_unit_test(test_log_bad_op),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_args),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	sxt_register_test_intent();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
