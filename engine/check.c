@@ -79,7 +79,7 @@ ck_note(struct sx_checker *ck, const char *fmt, ...)
 }
 
 /* A short word for an error code in a report. */
-static const char *ck_errname(int error)
+const char *sx_offline_errname(int error)
 {
 	switch (error) {
 	case -EFSBADCRC:	return "bad CRC";
@@ -229,7 +229,7 @@ static void ck_sb_explain(struct sx_checker *ck, int k, u64 off, const void *buf
 
 	if (error != -EFSCORRUPTED && error != -EFSBADCRC) {
 		ck_problem(ck, "superblock copy %d (byte %llu): unreadable: %s (%d)",
-			   k, (sx_ull)off, ck_errname(error), error);
+			   k, (sx_ull)off, sx_offline_errname(error), error);
 		return;
 	}
 	if (ck_all_zero(buf, SX_SB_SIZE)) {
@@ -306,7 +306,7 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 
 	error = sx_sb_read(ck->ck_mp, bd, sb, &which);
 	if (error && error != -EFSCORRUPTED && error != -EFSBADCRC) {
-		ck_problem(ck, "superblock: cannot read: %s (%d)", ck_errname(error), error);
+		ck_problem(ck, "superblock: cannot read: %s (%d)", sx_offline_errname(error), error);
 		goto out_free;
 	}
 	if (error) {
@@ -347,7 +347,7 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 			ck_sb_explain(ck, k, off[k], buf, err[k], sb, which);
 		} else if (err[k]) {
 			ck_problem(ck, "superblock copy %d (byte %llu): cannot read: %s (%d)",
-				   k, (sx_ull)off[k], ck_errname(err[k]), err[k]);
+				   k, (sx_ull)off[k], sx_offline_errname(err[k]), err[k]);
 		} else if (copy[k].sb_dblocks > (bd->bd_size >> copy[k].sb_blocklog)) {
 			ck_problem(ck, "superblock copy %d: %llu blocks of %u bytes do not fit the device's %llu bytes",
 				   k, (sx_ull)copy[k].sb_dblocks, copy[k].sb_blocksize,
@@ -548,7 +548,7 @@ static int ck_log(struct sx_checker *ck, const struct sx_sb *sb)
 		return 0;
 	}
 	if (error) {
-		ck_problem(ck, "log: scan failed: %s (%d)", ck_errname(error), error);
+		ck_problem(ck, "log: scan failed: %s (%d)", sx_offline_errname(error), error);
 		return error;
 	}
 	if (scan.sc_stop == SX_LOG_STOP_IO) {
@@ -738,7 +738,7 @@ static bool ck_bitmap_block(struct sx_checker *ck, u32 idx, const u8 *buf, u64 *
 	error = sx_buf_verify(mp, buf, blkno, &sx_bitmap_buf_ops, 0);
 	if (error && ck->ck_problems == problems)
 		ck_problem(ck, "bitmap block %u (block %llu): fails the bitmap verifier: %s (%d)",
-			   idx, (sx_ull)blkno, ck_errname(error), error);
+			   idx, (sx_ull)blkno, sx_offline_errname(error), error);
 	return true;
 }
 
@@ -758,7 +758,7 @@ static int ck_bitmap(struct sx_checker *ck, const struct sx_sb *sb)
 		error = sx_dev_read(mp, sb->sb_bmapstart + idx, 1, buf);
 		if (error) {
 			ck_problem(ck, "bitmap block %u (block %llu): cannot read: %s (%d)",
-				   idx, (sx_ull)(sb->sb_bmapstart + idx), ck_errname(error),
+				   idx, (sx_ull)(sb->sb_bmapstart + idx), sx_offline_errname(error),
 				   error);
 			unjudged++;
 			continue;

@@ -35,4 +35,7 @@ void sx_offline_mount_free(struct sx_mount *mp);
  */
 int sx_offline_sb_io_len(const struct sx_bdev *bd, size_t *lenp);
 
+/** sx_offline_errname() - a short word for @error (a negative errno) in a report */
+const char *sx_offline_errname(int error);
+
 #endif /* SX_CHECK_H */

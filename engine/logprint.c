@@ -252,9 +252,9 @@ static int lp_read_header(struct sx_logprinter *lp, const struct lp_pos *pos, u8
 
 	error = sx_dev_read(mp, sb->sb_logstart + pos->p_block, 1, buf);
 	if (error) {
-		lp_out(lp, "read error at %u/%u (device block %llu): %d; stopping",
+		lp_out(lp, "read error at %u/%u (device block %llu): %s (%d); stopping",
 		       pos->p_cycle, pos->p_block, (sx_ull)(sb->sb_logstart + pos->p_block),
-		       error);
+		       sx_offline_errname(error), error);
 		return error;
 	}
 	*stale = false;
@@ -294,8 +294,9 @@ static int lp_beyond(struct sx_logprinter *lp, struct lp_pos *pos, u8 *buf)
 			error = sx_dev_read(mp, sb->sb_logstart + pos->p_block + 1, blocks - 1,
 					    buf + mp->m_bsize);
 			if (error) {
-				lp_out(lp, "read error in the record at %u/%u: %d; stopping",
-				       pos->p_cycle, pos->p_block, error);
+				lp_out(lp, "read error in the record at %u/%u: %s (%d); stopping",
+				       pos->p_cycle, pos->p_block, sx_offline_errname(error),
+				       error);
 				return error;
 			}
 		}
@@ -308,8 +309,11 @@ static int lp_beyond(struct sx_logprinter *lp, struct lp_pos *pos, u8 *buf)
 		mark[0] = '\0';
 		if (stale)
 			used += snprintf(mark + used, sizeof(mark) - used,
-					 "STALE (old cycle %u)",
-					 SX_LSN_CYCLE(le64_to_cpu(rec->lr_lsn)));
+					 "STALE (old cycle %u%s)",
+					 SX_LSN_CYCLE(le64_to_cpu(rec->lr_lsn)),
+					 SX_LSN_CYCLE(le64_to_cpu(rec->lr_lsn)) ==
+					 SX_LSN_CYCLE(sb->sb_log_tail) ?
+					 ", checkpointed: behind the tail" : "");
 		else if (le32_to_cpu(rec->lr_prev_crc) != pos->p_prev_crc)
 			used += snprintf(mark + used, sizeof(mark) - used,
 					 "BROKEN CHAIN (the record before has crc 0x%08x)",
@@ -389,7 +393,7 @@ SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg)
 		return -ENOMEM;
 	error = sx_sb_read(lp.lp_mp, bd, &sb, &which);
 	if (error) {
-		print(arg, "no valid superblock: %d", error);
+		print(arg, "no valid superblock: %s (%d)", sx_offline_errname(error), error);
 		goto out_free;
 	}
 	if (bd->bd_sectsize > sb.sb_blocksize) {

@@ -74,6 +74,7 @@ static bool has(const struct report *r, const char *s)
 	return r->text && strstr(r->text, s) != NULL;
 }
 
+/* Free a report's text. */
 static void report_free(struct report *r)
 {
 	free(r->text);
@@ -635,6 +636,7 @@ static void test_args(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* Run every checker test. */
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
