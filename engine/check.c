@@ -273,7 +273,9 @@ static int ck_sb_read_copy(struct sx_checker *ck, u64 off, void *buf, size_t len
 	struct sx_bdev *bd = ck->ck_bd;
 	int error;
 
-	if (off % bd->bd_sectsize || len > bd->bd_size || off > bd->bd_size - len)
+	if (off % bd->bd_sectsize)
+		return -EINVAL;
+	if (len > bd->bd_size || off > bd->bd_size - len)
 		return -ERANGE;
 	error = bd->bd_ops->read(bd, off, buf, len);
 	if (error)
@@ -325,12 +327,20 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 		    raw.sb_blocksize <= SX_MAX_BLOCKSIZE)
 			off[1] = raw.sb_blocksize;
 		err[1] = ck_sb_read_copy(ck, off[1], buf, len, &copy[1]);
-		if (err[1] == -ERANGE)
-			ck_problem(ck, "superblock copy 1: byte %llu is past the end of the device",
-				   (sx_ull)off[1]);
+		if (err[1] == -ERANGE || err[1] == -EINVAL)
+			ck_problem(ck, "superblock copy 1: byte %llu is %s",
+				   (sx_ull)off[1], err[1] == -EINVAL ? "not on a sector boundary" :
+				   "past the end of the device");
 		else if (err[1])
 			ck_sb_explain(ck, 1, off[1], buf, err[1], NULL, 0);
 		ck_problem(ck, "no valid superblock copy at any block-size offset: nothing else can be checked");
+		error = 1;
+		goto out_free;
+	}
+
+	if (bd->bd_sectsize > sb->sb_blocksize) {
+		ck_problem(ck, "device sector size %u is larger than the block size %u: blocks cannot be read",
+			   bd->bd_sectsize, sb->sb_blocksize);
 		error = 1;
 		goto out_free;
 	}
@@ -369,12 +379,6 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 		which, (sx_ull)sb->sb_seq, (sx_ull)sb->sb_dblocks, sb->sb_blocksize,
 		sb->sb_logblocks, (sx_ull)sb->sb_logstart, sb->sb_bmapblocks,
 		(sx_ull)sb->sb_bmapstart, (sx_ull)sb->sb_datastart);
-	if (bd->bd_sectsize > sb->sb_blocksize) {
-		ck_problem(ck, "device sector size %u is larger than the block size %u: blocks cannot be read",
-			   bd->bd_sectsize, sb->sb_blocksize);
-		error = 1;
-		goto out_free;
-	}
 	if (bd->bd_sectsize != sb->sb_sectsize)
 		ck_note(ck, "device sector size %u differs from the %u recorded at mkfs",
 			bd->bd_sectsize, sb->sb_sectsize);

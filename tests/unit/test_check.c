@@ -448,6 +448,49 @@ static void test_one_sb_copy(void **state)
 	sx_bdev_destroy(base);
 }
 
+/* Feature bits this engine does not know: a mount would refuse them. */
+static void test_unknown_features(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_sb sb = get_sb(bd), c;
+	struct report r;
+
+	c = sb;
+	c.sb_feat_incompat = 0x4;
+	c.sb_seq = 2;
+	put_sb_copy(bd, 0, &c);
+	c.sb_seq = 3;
+	put_sb_copy(bd, 1, &c);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "refuses unknown bits: incompat 0x4"));
+	/* the rest was still checked */
+	assert_true(has(&r, "note: bitmap:"));
+	report_free(&r);
+
+	c = sb;
+	c.sb_feat_log_incompat = 0x80 | SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
+	c.sb_seq = 4;
+	put_sb_copy(bd, 0, &c);
+	c.sb_seq = 5;
+	put_sb_copy(bd, 1, &c);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(has(&r, "log_incompat 0x80"));
+	report_free(&r);
+
+	c = sb;
+	c.sb_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
+	c.sb_feat_compat = 0x10;	/* ignored by every mount */
+	c.sb_seq = 6;
+	put_sb_copy(bd, 0, &c);
+	c.sb_seq = 7;
+	put_sb_copy(bd, 1, &c);
+	assert_int_equal(check(bd, &r), 0);
+	assert_true(has(&r, "(atomic_swap)"));
+	assert_true(has(&r, "unknown compat bits 0x10 are ignored"));
+	report_free(&r);
+	sx_bdev_destroy(bd);
+}
+
 /* With both copies bad there is nothing to go on: problems, and no crash. */
 static void test_both_sb_copies(void **state)
 {
@@ -623,6 +666,28 @@ static void test_garbage(void **state)
 	}
 }
 
+/* A device whose sectors are larger than the filesystem's blocks. */
+static void test_big_sectors(void **state)
+{
+	struct sx_bdev *small = sxt_memfs(8 * MIB, 1024, 0), *big;
+	struct report r;
+	u8 *buf = malloc(MIB);
+	u64 off;
+
+	assert_non_null(buf);
+	assert_int_equal(sx_memdev_create(8 * MIB, 4096, &big), 0);
+	for (off = 0; off < 8 * MIB; off += MIB) {
+		assert_int_equal(small->bd_ops->read(small, off, buf, MIB), 0);
+		assert_int_equal(big->bd_ops->write(big, off, buf, MIB, 0), 0);
+	}
+	free(buf);
+	assert_int_equal(check(big, &r), 1);
+	assert_true(has(&r, "device sector size 4096 is larger than the block size 1024"));
+	report_free(&r);
+	sx_bdev_destroy(big);
+	sx_bdev_destroy(small);
+}
+
 /* Bad arguments are refused, and a NULL report or count is allowed. */
 static void test_args(void **state)
 {
@@ -646,10 +711,12 @@ int main(void)
 		cmocka_unit_test(test_bitmap_nfree),
 		cmocka_unit_test(test_bitmap_crc_and_header),
 		cmocka_unit_test(test_one_sb_copy),
+		cmocka_unit_test(test_unknown_features),
 		cmocka_unit_test(test_both_sb_copies),
 		cmocka_unit_test(test_dirty_log),
 		cmocka_unit_test(test_log_bad_op),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_big_sectors),
 		cmocka_unit_test(test_args),
 	};
 
