@@ -138,30 +138,11 @@ int sx_offline_sb_io_len(const struct sx_bdev *bd, size_t *lenp)
  * Superblock copies.
  */
 
-/* Pull the fields out of a superblock copy without judging any of them. */
+/* Every field of a superblock copy, judged by nothing, and its magic. */
 static void ck_sb_raw(const void *buf, struct sx_sb *sb, u32 *magic)
 {
-	const struct sx_dsb *dsb = buf;
-
-	memset(sb, 0, sizeof(*sb));
-	*magic = le32_to_cpu(dsb->sb_magic);
-	sb->sb_version = le32_to_cpu(dsb->sb_version);
-	sb->sb_blocksize = le32_to_cpu(dsb->sb_blocksize);
-	sb->sb_sectsize = le32_to_cpu(dsb->sb_sectsize);
-	sb->sb_dblocks = le64_to_cpu(dsb->sb_dblocks);
-	sb->sb_seq = le64_to_cpu(dsb->sb_seq);
-	memcpy(sb->sb_uuid, dsb->sb_uuid, SX_UUID_SIZE);
-	sb->sb_feat_compat = le32_to_cpu(dsb->sb_feat_compat);
-	sb->sb_feat_ro_compat = le32_to_cpu(dsb->sb_feat_ro_compat);
-	sb->sb_feat_incompat = le32_to_cpu(dsb->sb_feat_incompat);
-	sb->sb_feat_log_incompat = le32_to_cpu(dsb->sb_feat_log_incompat);
-	sb->sb_logstart = le64_to_cpu(dsb->sb_logstart);
-	sb->sb_logblocks = le32_to_cpu(dsb->sb_logblocks);
-	sb->sb_log_tail = le64_to_cpu(dsb->sb_log_tail);
-	sb->sb_log_epoch = le32_to_cpu(dsb->sb_log_epoch);
-	sb->sb_bmapstart = le64_to_cpu(dsb->sb_bmapstart);
-	sb->sb_bmapblocks = le32_to_cpu(dsb->sb_bmapblocks);
-	sb->sb_datastart = le64_to_cpu(dsb->sb_datastart);
+	*magic = le32_to_cpu(((const struct sx_dsb *)buf)->sb_magic);
+	sx_sb_from_disk(buf, sb);
 }
 
 /* True if @len bytes at @p are all zero. */

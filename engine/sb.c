@@ -97,24 +97,10 @@ static int sb_check_geometry(const struct sx_mount *mp, const struct sx_sb *sb)
 	return 0;
 }
 
-/* Verify one on-disk superblock copy and decode it into @sb. */
-int sx_sb_decode(const struct sx_mount *mp, const void *buf, struct sx_sb *sb)
+/* Copy every field of an on-disk superblock into @sb, judging none of them. */
+void sx_sb_from_disk(const void *buf, struct sx_sb *sb)
 {
 	const struct sx_dsb *dsb = buf;
-	size_t lablen;
-	u32 crc;
-
-	/*
-	 * The CRC goes first: any damage it catches is reported as a checksum
-	 * failure, whatever field it hit, and the field checks below only
-	 * ever see bytes that a writer really produced.
-	 */
-	crc = sx_cksum_skip(buf, SX_SB_SIZE, offsetof(struct sx_dsb, sb_crc));
-	if (crc != le32_to_cpu(dsb->sb_crc))
-		return -EFSBADCRC;
-
-	if (SX_IS_CORRUPT(mp, le32_to_cpu(dsb->sb_magic) != SX_SB_MAGIC))
-		return -EFSCORRUPTED;
 
 	memset(sb, 0, sizeof(*sb));
 	sb->sb_version = le32_to_cpu(dsb->sb_version);
@@ -137,6 +123,30 @@ int sx_sb_decode(const struct sx_mount *mp, const void *buf, struct sx_sb *sb)
 	sb->sb_bmapblocks = le32_to_cpu(dsb->sb_bmapblocks);
 	sb->sb_datastart = le64_to_cpu(dsb->sb_datastart);
 	sb->sb_ctime = le64_to_cpu(dsb->sb_ctime);
+	memcpy(sb->sb_label, dsb->sb_label, SX_LABEL_SIZE);
+	sb->sb_label[SX_LABEL_SIZE] = '\0';
+}
+
+/* Verify one on-disk superblock copy and decode it into @sb. */
+int sx_sb_decode(const struct sx_mount *mp, const void *buf, struct sx_sb *sb)
+{
+	const struct sx_dsb *dsb = buf;
+	size_t lablen;
+	u32 crc;
+
+	/*
+	 * The CRC goes first: any damage it catches is reported as a checksum
+	 * failure, whatever field it hit, and the field checks below only
+	 * ever see bytes that a writer really produced.
+	 */
+	crc = sx_cksum_skip(buf, SX_SB_SIZE, offsetof(struct sx_dsb, sb_crc));
+	if (crc != le32_to_cpu(dsb->sb_crc))
+		return -EFSBADCRC;
+
+	if (SX_IS_CORRUPT(mp, le32_to_cpu(dsb->sb_magic) != SX_SB_MAGIC))
+		return -EFSCORRUPTED;
+
+	sx_sb_from_disk(buf, sb);
 
 	/*
 	 * A label shorter than the field is NUL-terminated and zero-filled, so

@@ -55,6 +55,12 @@ struct sx_geometry_opts {
  */
 int sx_sb_decode(const struct sx_mount *mp, const void *buf, struct sx_sb *sb);
 
+/**
+ * sx_sb_from_disk() - copy the fields of an on-disk superblock into @sb
+ * without checking any (the checker reports on copies that fail decode)
+ */
+void sx_sb_from_disk(const void *buf, struct sx_sb *sb);
+
 /** sx_sb_encode() - fill SX_SB_SIZE bytes at @buf with @sb and its CRC */
 void sx_sb_encode(const struct sx_sb *sb, void *buf);
 
