@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include "sx_platform.h"
 #include <swapext/device.h>
+#include "bdev_os.h"
 
 #include <stdlib.h>
 
@@ -86,18 +87,6 @@ static u64 sx_cd_rand(struct sx_crashdev *cd)
 static struct sx_crashdev *sx_cd_of(struct sx_bdev *bd)
 {
 	return bd->bd_ctx;
-}
-
-/* -EINVAL unless [@off, @off + @len) is inside the device and aligned. */
-static int sx_cd_check_range(const struct sx_bdev *bd, u64 off, u64 len)
-{
-	u64 mask = bd->bd_sectsize - 1;
-
-	if ((off & mask) || (len & mask))
-		return -EINVAL;
-	if (off > bd->bd_size || len > bd->bd_size - off)
-		return -EINVAL;
-	return 0;
 }
 
 /* Bucket of unit @idx (Fibonacci hashing: units are often sequential). */
@@ -387,7 +376,7 @@ static int sx_cd_read(struct sx_bdev *bd, u64 off, void *buf, size_t len)
 	struct sx_crashdev *cd = sx_cd_of(bd);
 	int error;
 
-	error = sx_cd_check_range(bd, off, len);
+	error = sx_bdev_check_range(bd, off, len);
 	if (error || !len)
 		return error;
 
@@ -447,7 +436,7 @@ static int sx_cd_write(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
 	u64 seq;
 	int error;
 
-	error = sx_cd_check_range(bd, off, len);
+	error = sx_bdev_check_range(bd, off, len);
 	if (error || !len)
 		return error;
 
@@ -536,7 +525,7 @@ static int sx_cd_discard(struct sx_bdev *bd, u64 off, u64 len)
 	struct sx_crashdev *cd = sx_cd_of(bd);
 	int error;
 
-	error = sx_cd_check_range(bd, off, len);
+	error = sx_bdev_check_range(bd, off, len);
 	if (error)
 		return error;
 	pthread_mutex_lock(&cd->cd_lock);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "sx_platform.h"
 #include <swapext/device.h>
+#include "bdev_os.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -34,25 +35,6 @@ struct sx_memdev {
 	/* concurrent I/O to one sector must see whole writes, as a disk does */
 	pthread_rwlock_t md_lock;
 };
-
-/* -EINVAL unless [@off, @off + @len) is inside @bd and sector-aligned. */
-static int sx_bdev_check_range(const struct sx_bdev *bd, u64 off, u64 len)
-{
-	u64 mask = bd->bd_sectsize - 1;
-
-	if ((off & mask) || (len & mask))
-		return -EINVAL;
-	if (off > bd->bd_size || len > bd->bd_size - off)
-		return -EINVAL;
-	return 0;
-}
-
-/* Close any device. */
-void sx_bdev_destroy(struct sx_bdev *bd)
-{
-	if (bd)
-		bd->bd_ops->destroy(bd);
-}
 
 /* The file device behind @bd. */
 static struct sx_filedev *sx_filedev_of(struct sx_bdev *bd)
