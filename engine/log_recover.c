@@ -54,6 +54,10 @@ struct sx_recover {
 	u64		rc_seq;		/* ops seen so far */
 	u64		rc_lsn;		/* record being replayed */
 	int		rc_pass;
+	/* the records pass 1 found, for the log to move its tail onto later */
+	struct sx_log_scan_rec *rc_recs;
+	u32		rc_nrecs;
+	u32		rc_recs_cap;
 };
 
 static const char *const sx_stop_names[] = {
@@ -454,6 +458,22 @@ static int sx_recover_record(void *arg, const struct sx_log_scan_rec *r)
 	int error;
 
 	rc->rc_lsn = r->sr_lsn;
+	if (rc->rc_pass == 1) {
+		if (rc->rc_nrecs == rc->rc_recs_cap) {
+			u32 cap = rc->rc_recs_cap ? rc->rc_recs_cap * 2 : 64;
+			struct sx_log_scan_rec *n = sx_alloc(sizeof(*n) * cap, 0);
+
+			if (!n)
+				return -ENOMEM;
+			if (rc->rc_nrecs)
+				memcpy(n, rc->rc_recs, sizeof(*n) * rc->rc_nrecs);
+			sx_free(rc->rc_recs);
+			rc->rc_recs = n;
+			rc->rc_recs_cap = cap;
+		}
+		rc->rc_recs[rc->rc_nrecs] = *r;
+		rc->rc_recs[rc->rc_nrecs++].sr_buf = NULL;
+	}
 	error = sx_log_rec_walk_ops(r->sr_buf, r->sr_blocks * rc->rc_mp->m_bsize,
 				    sx_recover_op, rc, &why);
 	if (error && why)
@@ -481,13 +501,8 @@ static void sx_recover_free(struct sx_recover *rc)
 		sx_list_del(pos);
 		sx_free(sx_list_entry(pos, struct sx_rintent, ri_list));
 	}
+	sx_free(rc->rc_recs);
 	sx_free(rc);
-}
-
-/* Note each record with the log so the tail can later move onto it. */
-static int sx_recover_note(void *arg, const struct sx_log_scan_rec *r)
-{
-	return sx_log_note_record(arg, r->sr_lsn, r->sr_prev_crc);
 }
 
 /*
@@ -553,9 +568,11 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 	error = sx_log_init(mp, scan.sc_head, scan.sc_head_prev_crc, scan.sc_max_tid + 1);
 	if (error)
 		goto out_free;
-	error = sx_log_scan(mp, sx_recover_note, mp, &scan);
-	if (error)
-		goto out_free;
+	for (i = 0; i < (int)rc->rc_nrecs; i++) {
+		error = sx_log_note_record(mp, rc->rc_recs[i].sr_lsn, rc->rc_recs[i].sr_prev_crc);
+		if (error)
+			goto out_free;
+	}
 	while (!sx_list_empty(&rc->rc_intents)) {
 		struct sx_rintent *ri = sx_list_first(&rc->rc_intents, struct sx_rintent,
 						      ri_list);
