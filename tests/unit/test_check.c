@@ -14,71 +14,23 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sxtest.h"
+#include "sxtext.h"
 
 #define MIB		(1ull << 20)
 
-/* The report of one sx_check() run. */
-struct report {
-	char	*text;
-	size_t	len;
-	size_t	cap;
-	u64	lines;
-	u64	problem_lines;
-};
-
-/* Collect one report line. */
-static void __attribute__((format(printf, 2, 3)))
-report_line(void *arg, const char *fmt, ...)
-{
-	struct report *r = arg;
-	char line[1024];
-	size_t n;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	n = strlen(line);
-	if (r->len + n + 2 > r->cap) {
-		r->cap = (r->len + n + 2) * 2;
-		r->text = realloc(r->text, r->cap);
-		assert_non_null(r->text);
-	}
-	memcpy(r->text + r->len, line, n);
-	r->len += n;
-	r->text[r->len++] = '\n';
-	r->text[r->len] = '\0';
-	r->lines++;
-	if (!strncmp(line, "problem: ", 9))
-		r->problem_lines++;
-}
-
 /* Run the checker; returns the number of problems and fills @r. */
-static u64 check(struct sx_bdev *bd, struct report *r)
+static u64 check(struct sx_bdev *bd, struct sxt_text *r)
 {
 	u64 problems = ~0ull;
 
 	memset(r, 0, sizeof(*r));
-	assert_int_equal(sx_check(bd, report_line, r, &problems), 0);
+	assert_int_equal(sx_check(bd, sxt_text_line, r, &problems), 0);
 	assert_non_null(r->text);
 	/* every problem is one report line, and the count says so */
 	assert_int_equal(problems, r->problem_lines);
 	if (getenv("SX_TEST_VERBOSE"))
 		fputs(r->text, stderr);
 	return problems;
-}
-
-/* True if the report holds @s. */
-static bool has(const struct report *r, const char *s)
-{
-	return r->text && strstr(r->text, s) != NULL;
-}
-
-/* Free a report's text. */
-static void report_free(struct report *r)
-{
-	free(r->text);
-	memset(r, 0, sizeof(*r));
 }
 
 /* The superblock as a mount would read it. */
@@ -160,7 +112,7 @@ static void workload(struct sx_bdev *bd, u32 ntrans)
 static void test_fresh_clean(void **state)
 {
 	static const u32 sizes[] = { 512, 1024, 4096, 65536 };
-	struct report r;
+	struct sxt_text r;
 	u32 i;
 
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
@@ -168,9 +120,9 @@ static void test_fresh_clean(void **state)
 					       sizes[i], 0);
 
 		assert_int_equal(check(bd, &r), 0);
-		assert_true(has(&r, "log: clean"));
-		assert_true(has(&r, "check done: 0 problems"));
-		report_free(&r);
+		assert_true(sxt_text_has(&r, "log: clean"));
+		assert_true(sxt_text_has(&r, "check done: 0 problems"));
+		sxt_text_free(&r);
 		sx_bdev_destroy(bd);
 	}
 }
@@ -181,7 +133,7 @@ static void test_used_clean(void **state)
 	struct sx_bdev *bd = small_fs();
 	struct sx_mount *mp;
 	struct sx_info in;
-	struct report r;
+	struct sxt_text r;
 	char want[128];
 
 	workload(bd, 150);
@@ -193,9 +145,9 @@ static void test_used_clean(void **state)
 	snprintf(want, sizeof(want), "bitmap: %llu free blocks of %llu data blocks",
 		 (unsigned long long)in.in_free_blocks,
 		 (unsigned long long)(in.in_dblocks - in.in_datastart));
-	assert_true(has(&r, want));
+	assert_true(sxt_text_has(&r, want));
 	assert_true(in.in_free_blocks < in.in_dblocks - in.in_datastart);
-	report_free(&r);
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }
 
@@ -218,7 +170,7 @@ static void test_bitmap_reserved_bits(void **state)
 		{ sb.sb_dblocks, "past the end of the filesystem" },
 		{ (u64)sb.sb_bmapblocks * bits - 1, "past the end of the filesystem" },
 	};
-	struct report r;
+	struct sxt_text r;
 	u32 i;
 
 	/* the cases must be where they say */
@@ -232,8 +184,8 @@ static void test_bitmap_reserved_bits(void **state)
 		flip_bit(blk, cases[i].blk % bits);
 		put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx, blk, true);
 		assert_true(check(bd, &r) >= 1);
-		assert_true(has(&r, cases[i].what));
-		report_free(&r);
+		assert_true(sxt_text_has(&r, cases[i].what));
+		sxt_text_free(&r);
 		sx_bdev_destroy(bd);
 	}
 	sx_bdev_destroy(base);
@@ -246,7 +198,7 @@ static void test_bitmap_nfree(void **state)
 	struct sx_sb sb = get_sb(bd);
 	u64 bits = SX_BITMAP_BITS(sb.sb_blocksize);
 	struct sx_dbitmap *bm;
-	struct report r;
+	struct sxt_text r;
 	char want[96];
 	u32 idx = 2;
 	u8 *blk;
@@ -260,8 +212,8 @@ static void test_bitmap_nfree(void **state)
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx, blk, true);
 	assert_true((u64)idx * bits + 17 >= sb.sb_datastart);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, want));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, want));
+	sxt_text_free(&r);
 
 	/* put the bit back but change bm_nfree */
 	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx);
@@ -270,8 +222,8 @@ static void test_bitmap_nfree(void **state)
 	bm->bm_nfree = cpu_to_le32(le32_to_cpu(bm->bm_nfree) + 5);
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + idx, blk, true);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "bm_nfree"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "bm_nfree"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }
 
@@ -282,7 +234,7 @@ static void test_bitmap_crc_and_header(void **state)
 	struct sx_sb sb = get_sb(base);
 	struct sx_bdev *bd;
 	struct sx_dbitmap *bm;
-	struct report r;
+	struct sxt_text r;
 	u8 *blk;
 
 	bd = sxt_bdev_copy(base);
@@ -290,11 +242,11 @@ static void test_bitmap_crc_and_header(void **state)
 	blk[sb.sb_blocksize - 1] ^= 0x40;
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1, blk, false);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "bitmap block 1"));
-	assert_true(has(&r, "bad CRC"));
+	assert_true(sxt_text_has(&r, "bitmap block 1"));
+	assert_true(sxt_text_has(&r, "bad CRC"));
 	/* the other blocks are still counted, and the report says one was not */
-	assert_true(has(&r, "(1 could not)"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "(1 could not)"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	bd = sxt_bdev_copy(base);
@@ -303,8 +255,8 @@ static void test_bitmap_crc_and_header(void **state)
 	bm->bm_index = cpu_to_le32(3);
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1, blk, true);
 	assert_true(check(bd, &r) >= 1);
-	assert_true(has(&r, "bm_index is 3, expected 1"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "bm_index is 3, expected 1"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	bd = sxt_bdev_copy(base);
@@ -313,8 +265,8 @@ static void test_bitmap_crc_and_header(void **state)
 	bm->bm_hdr.bh_magic = cpu_to_le32(0x12345678);
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart, blk, true);
 	assert_true(check(bd, &r) >= 1);
-	assert_true(has(&r, "magic is 0x12345678"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "magic is 0x12345678"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	bd = sxt_bdev_copy(base);
@@ -323,8 +275,8 @@ static void test_bitmap_crc_and_header(void **state)
 	bm->bm_hdr.bh_owner = cpu_to_le64(77);
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart, blk, true);
 	assert_true(check(bd, &r) >= 1);
-	assert_true(has(&r, "owner is 77"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "owner is 77"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	/* a block LSN the log never reached */
@@ -334,8 +286,8 @@ static void test_bitmap_crc_and_header(void **state)
 	bm->bm_hdr.bh_lsn = cpu_to_le64(SX_LSN(7, 5));
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 4, blk, true);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "LSN 7/5 is not behind the log head"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "LSN 7/5 is not behind the log head"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	/* a wiped bitmap block */
@@ -343,8 +295,8 @@ static void test_bitmap_crc_and_header(void **state)
 	blk = calloc(1, sb.sb_blocksize);
 	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 2, blk, false);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "all zeroes"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "all zeroes"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 	sx_bdev_destroy(base);
 }
@@ -364,7 +316,7 @@ static void test_one_sb_copy(void **state)
 	struct sx_bdev *base = sxt_memfs(8 * MIB, 4096, 0);
 	struct sx_sb sb = get_sb(base);
 	struct sx_bdev *bd;
-	struct report r;
+	struct sxt_text r;
 	u8 buf[SX_SB_SIZE];
 	int k;
 
@@ -386,16 +338,16 @@ static void test_one_sb_copy(void **state)
 			assert_true(check(bd, &r) >= 1);
 		else
 			assert_int_equal(check(bd, &r), 1);
-		assert_true(has(&r, k ? "superblock copy 1" : "superblock copy 0"));
-		assert_true(has(&r, "bad CRC"));
+		assert_true(sxt_text_has(&r, k ? "superblock copy 1" : "superblock copy 0"));
+		assert_true(sxt_text_has(&r, "bad CRC"));
 		/* the other copy is the one in use */
-		assert_true(has(&r, k ? "copy 0 in use" : "copy 1 in use"));
+		assert_true(sxt_text_has(&r, k ? "copy 0 in use" : "copy 1 in use"));
 		/* still ran to the end */
-		assert_true(has(&r, "note: bitmap:"));
-		assert_true(has(&r, "check done"));
+		assert_true(sxt_text_has(&r, "note: bitmap:"));
+		assert_true(sxt_text_has(&r, "check done"));
 		if (!newest)
-			assert_true(has(&r, "log: clean"));
-		report_free(&r);
+			assert_true(sxt_text_has(&r, "log: clean"));
+		sxt_text_free(&r);
 		sx_bdev_destroy(bd);
 	}
 
@@ -411,10 +363,10 @@ static void test_one_sb_copy(void **state)
 	}
 	sxt_bdev_poke(bd, 0, buf, SX_SB_SIZE);
 	assert_true(check(bd, &r) >= 2);
-	assert_true(has(&r, "CRC is right but fields fail verification"));
-	assert_true(has(&r, "sb_logblocks is"));
-	assert_true(has(&r, "note: bitmap:"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "CRC is right but fields fail verification"));
+	assert_true(sxt_text_has(&r, "sb_logblocks is"));
+	assert_true(sxt_text_has(&r, "note: bitmap:"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	/* two valid copies that disagree */
@@ -428,8 +380,8 @@ static void test_one_sb_copy(void **state)
 		put_sb_copy(bd, oldk, &other);
 	}
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "sb_feat_compat is"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "sb_feat_compat is"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
 	/* a valid copy whose sequence number is in the wrong copy */
@@ -442,8 +394,8 @@ static void test_one_sb_copy(void **state)
 		put_sb_copy(bd, oldk, &other);
 	}
 	assert_true(check(bd, &r) >= 1);
-	assert_true(has(&r, "belongs in copy"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "belongs in copy"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 	sx_bdev_destroy(base);
 }
@@ -453,7 +405,7 @@ static void test_unknown_features(void **state)
 {
 	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
 	struct sx_sb sb = get_sb(bd), c;
-	struct report r;
+	struct sxt_text r;
 
 	c = sb;
 	c.sb_feat_incompat = 0x4;
@@ -462,10 +414,10 @@ static void test_unknown_features(void **state)
 	c.sb_seq = 3;
 	put_sb_copy(bd, 1, &c);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "refuses unknown bits: incompat 0x4"));
+	assert_true(sxt_text_has(&r, "refuses unknown bits: incompat 0x4"));
 	/* the rest was still checked */
-	assert_true(has(&r, "note: bitmap:"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "note: bitmap:"));
+	sxt_text_free(&r);
 
 	c = sb;
 	c.sb_feat_log_incompat = 0x80 | SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
@@ -474,8 +426,8 @@ static void test_unknown_features(void **state)
 	c.sb_seq = 5;
 	put_sb_copy(bd, 1, &c);
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "log_incompat 0x80"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "log_incompat 0x80"));
+	sxt_text_free(&r);
 
 	c = sb;
 	c.sb_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
@@ -485,9 +437,9 @@ static void test_unknown_features(void **state)
 	c.sb_seq = 7;
 	put_sb_copy(bd, 1, &c);
 	assert_int_equal(check(bd, &r), 0);
-	assert_true(has(&r, "(atomic_swap)"));
-	assert_true(has(&r, "unknown compat bits 0x10 are ignored"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "(atomic_swap)"));
+	assert_true(sxt_text_has(&r, "unknown compat bits 0x10 are ignored"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }
 
@@ -496,7 +448,7 @@ static void test_both_sb_copies(void **state)
 {
 	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
 	u8 junk[SX_SB_SIZE];
-	struct report r;
+	struct sxt_text r;
 	u32 i;
 
 	for (i = 0; i < sizeof(junk); i++)
@@ -504,18 +456,18 @@ static void test_both_sb_copies(void **state)
 	sxt_bdev_poke(bd, 100, junk, 64);
 	sxt_bdev_poke(bd, 4096, junk, sizeof(junk));
 	assert_true(check(bd, &r) >= 2);
-	assert_true(has(&r, "superblock copy 0"));
-	assert_true(has(&r, "superblock copy 1"));
-	assert_true(has(&r, "no valid superblock"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "superblock copy 0"));
+	assert_true(sxt_text_has(&r, "superblock copy 1"));
+	assert_true(sxt_text_has(&r, "no valid superblock"));
+	sxt_text_free(&r);
 
 	/* wiped entirely */
 	memset(junk, 0, sizeof(junk));
 	sxt_bdev_poke(bd, 0, junk, sizeof(junk));
 	sxt_bdev_poke(bd, 4096, junk, sizeof(junk));
 	assert_true(check(bd, &r) >= 2);
-	assert_true(has(&r, "all zeroes"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "all zeroes"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }
 
@@ -525,7 +477,7 @@ static void test_dirty_log(void **state)
 	struct sx_bdev *bd = small_fs();
 	struct sx_mount *mp = sxt_mount(bd);
 	struct sx_trans *tp;
-	struct report r;
+	struct sxt_text r;
 	u64 bno;
 	u32 len;
 
@@ -541,15 +493,15 @@ static void test_dirty_log(void **state)
 	assert_int_equal(sx_unmount(mp), -EIO);
 
 	assert_int_equal(check(bd, &r), 1);
-	assert_true(has(&r, "needs recovery: 2 valid records"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "needs recovery: 2 valid records"));
+	sxt_text_free(&r);
 
 	/* recovery makes it clean */
 	mp = sxt_mount(bd);
 	assert_int_equal(sx_unmount(mp), 0);
 	assert_int_equal(check(bd, &r), 0);
-	assert_true(has(&r, "log: clean"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "log: clean"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }
 
@@ -561,7 +513,7 @@ static void test_log_bad_op(void **state)
 	struct sx_sb sb;
 	struct sx_trans *tp;
 	struct sx_dlog_rec *rec;
-	struct report r;
+	struct sxt_text r;
 	u8 *buf, *p;
 	u32 i, blocks;
 	u64 bno;
@@ -600,9 +552,9 @@ static void test_log_bad_op(void **state)
 	free(buf);
 
 	assert_int_equal(check(bd, &r), 2);
-	assert_true(has(&r, "needs recovery"));
-	assert_true(has(&r, "outside the metadata area"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "needs recovery"));
+	assert_true(sxt_text_has(&r, "outside the metadata area"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }
 
@@ -612,7 +564,7 @@ static void test_garbage(void **state)
 	struct sx_bdev *base = small_fs();
 	struct sx_sb sb = get_sb(base);
 	u64 seed = 99, off, end;
-	struct report r;
+	struct sxt_text r;
 	u8 *junk = malloc(64 * 1024);
 	int round;
 
@@ -649,7 +601,7 @@ static void test_garbage(void **state)
 		} else {
 			assert_true(check(bd, &r) >= 1);
 		}
-		report_free(&r);
+		sxt_text_free(&r);
 		sx_bdev_destroy(bd);
 	}
 	free(junk);
@@ -661,7 +613,7 @@ static void test_garbage(void **state)
 
 		assert_int_equal(sx_memdev_create(512, 512, &tiny), 0);
 		assert_true(check(tiny, &r) >= 1);
-		report_free(&r);
+		sxt_text_free(&r);
 		sx_bdev_destroy(tiny);
 	}
 }
@@ -670,7 +622,7 @@ static void test_garbage(void **state)
 static void test_big_sectors(void **state)
 {
 	struct sx_bdev *small = sxt_memfs(8 * MIB, 1024, 0), *big;
-	struct report r;
+	struct sxt_text r;
 	u8 *buf = malloc(MIB);
 	u64 off;
 
@@ -682,8 +634,8 @@ static void test_big_sectors(void **state)
 	}
 	free(buf);
 	assert_int_equal(check(big, &r), 1);
-	assert_true(has(&r, "device sector size 4096 is larger than the block size 1024"));
-	report_free(&r);
+	assert_true(sxt_text_has(&r, "device sector size 4096 is larger than the block size 1024"));
+	sxt_text_free(&r);
 	sx_bdev_destroy(big);
 	sx_bdev_destroy(small);
 }
@@ -694,7 +646,7 @@ static void test_args(void **state)
 	struct sx_bdev *bd = small_fs();
 	u64 problems = 5;
 
-	assert_int_equal(sx_check(NULL, report_line, NULL, &problems), -EINVAL);
+	assert_int_equal(sx_check(NULL, sxt_text_line, NULL, &problems), -EINVAL);
 	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
 	assert_int_equal(problems, 0);
 	assert_int_equal(sx_check(bd, NULL, NULL, NULL), 0);

@@ -13,61 +13,22 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sxtest.h"
+#include "sxtext.h"
 
 #define MIB		(1ull << 20)
 
-/* Captured output of one sx_logprint() run. */
-struct out {
-	char	*text;
-	size_t	len;
-	size_t	cap;
-	u32	lines;
-};
-
-/* Collect one printed line. */
-static void __attribute__((format(printf, 2, 3)))
-out_line(void *arg, const char *fmt, ...)
-{
-	struct out *o = arg;
-	char line[2048];
-	size_t n;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	n = strlen(line);
-	assert_null(strchr(line, '\n'));
-	if (o->len + n + 2 > o->cap) {
-		o->cap = (o->len + n + 2) * 2;
-		o->text = realloc(o->text, o->cap);
-		assert_non_null(o->text);
-	}
-	memcpy(o->text + o->len, line, n);
-	o->len += n;
-	o->text[o->len++] = '\n';
-	o->text[o->len] = '\0';
-	o->lines++;
-}
-
 /* Run the printer, which must succeed. */
-static void print_log(struct sx_bdev *bd, struct out *o)
+static void print_log(struct sx_bdev *bd, struct sxt_text *o)
 {
 	memset(o, 0, sizeof(*o));
-	assert_int_equal(sx_logprint(bd, out_line, o), 0);
+	assert_int_equal(sx_logprint(bd, sxt_text_line, o), 0);
 	assert_non_null(o->text);
 	if (getenv("SX_TEST_VERBOSE"))
 		fputs(o->text, stderr);
 }
 
-/* True if the output holds @s. */
-static bool has(const struct out *o, const char *s)
-{
-	return o->text && strstr(o->text, s) != NULL;
-}
-
 /* The line of @o that contains @s, copied into @line (empty if none). */
-static void line_with(const struct out *o, const char *s, char *line, size_t len)
+static void line_with(const struct sxt_text *o, const char *s, char *line, size_t len)
 {
 	const char *p = o->text ? strstr(o->text, s) : NULL, *b, *e;
 
@@ -81,7 +42,7 @@ static void line_with(const struct out *o, const char *s, char *line, size_t len
 }
 
 /* Count the lines starting with @prefix between the lines holding @from and @to. */
-static u32 count_between(const struct out *o, const char *prefix, const char *from,
+static u32 count_between(const struct sxt_text *o, const char *prefix, const char *from,
 			 const char *to)
 {
 	const char *p = strstr(o->text, from), *end;
@@ -96,13 +57,6 @@ static u32 count_between(const struct out *o, const char *prefix, const char *fr
 			n++;
 	}
 	return n;
-}
-
-/* Free captured output. */
-static void out_free(struct out *o)
-{
-	free(o->text);
-	memset(o, 0, sizeof(*o));
 }
 
 /*
@@ -274,19 +228,19 @@ static void scenario(struct scenario *sc)
 static void test_every_record_and_op(void **state)
 {
 	struct scenario sc;
-	struct out o;
+	struct sxt_text o;
 	char want[160], line[1024];
 	u32 i;
 
 	scenario(&sc);
 	print_log(sc.bd, &o);
 
-	assert_true(has(&o, "log tail 1/0"));
+	assert_true(sxt_text_has(&o, "log tail 1/0"));
 	for (i = 0; i < sc.nrecs; i++) {
 		snprintf(want, sizeof(want), "record %u/%u: device block %llu,",
 			 SX_LSN_CYCLE(sc.lsn[i]), SX_LSN_BLOCK(sc.lsn[i]),
 			 (unsigned long long)(sc.sb.sb_logstart + SX_LSN_BLOCK(sc.lsn[i])));
-		assert_true(has(&o, want));
+		assert_true(sxt_text_has(&o, want));
 		line_with(&o, want, line, sizeof(line));
 		snprintf(want, sizeof(want), "%u blocks, %u ops,", sc.blocks[i], sc.nops[i]);
 		assert_non_null(strstr(line, want));
@@ -296,40 +250,40 @@ static void test_every_record_and_op(void **state)
 	}
 	snprintf(want, sizeof(want), "end of the valid log at 1/%u after 8 records: no record header",
 		 SX_LSN_BLOCK(sc.lsn[7]) + sc.blocks[7]);
-	assert_true(has(&o, want));
-	assert_true(has(&o, "the log needs recovery"));
+	assert_true(sxt_text_has(&o, want));
+	assert_true(sxt_text_has(&o, "the log needs recovery"));
 	/* one "op" line per op in the valid part */
 	assert_int_equal(count_between(&o, "    op ", "valid log from the tail",
 				       "end of the valid log"), sc.total_ops);
 	assert_int_equal(count_between(&o, "record ", "valid log from the tail",
 				       "end of the valid log"), 8);
 
-	assert_true(has(&o, "BUF (0x01) tid"));
-	assert_true(has(&o, "TRANS_END (0x02) tid"));
+	assert_true(sxt_text_has(&o, "BUF (0x01) tid"));
+	assert_true(sxt_text_has(&o, "TRANS_END (0x02) tid"));
 	/* the whole test block is one region */
 	snprintf(want, sizeof(want), "block %llu, flags 0x0, 1 regions",
 		 (unsigned long long)sc.tblock);
-	assert_true(has(&o, want));
-	assert_true(has(&o, "regions (off/len): 0/4096"));
+	assert_true(sxt_text_has(&o, want));
+	assert_true(sxt_text_has(&o, "regions (off/len): 0/4096"));
 	snprintf(want, sizeof(want), "block %llu, flags 0x1 (CANCEL)",
 		 (unsigned long long)sc.tblock);
-	assert_true(has(&o, want));
+	assert_true(sxt_text_has(&o, want));
 	snprintf(want, sizeof(want), "TEST_INTENT (0x7e) tid");
-	assert_true(has(&o, want));
+	assert_true(sxt_text_has(&o, want));
 	snprintf(want, sizeof(want), "intent, id 0x%llx, 1 items",
 		 (unsigned long long)sc.intent_id);
-	assert_true(has(&o, want));
+	assert_true(sxt_text_has(&o, want));
 	snprintf(want, sizeof(want), "done, id 0x%llx, 1 items",
 		 (unsigned long long)sc.intent_id);
-	assert_true(has(&o, want));
-	assert_true(has(&o, "TEST_DONE (0x7f)"));
-	assert_true(has(&o, "EFI (0x12) tid"));
-	assert_true(has(&o, "intent, id 0xabc0001"));
-	assert_true(has(&o, "      efi extent: start 123 len 7"));
-	assert_true(has(&o, "EFD (0x13) tid"));
-	assert_false(has(&o, "BAD CRC"));
-	assert_false(has(&o, "malformed"));
-	out_free(&o);
+	assert_true(sxt_text_has(&o, want));
+	assert_true(sxt_text_has(&o, "TEST_DONE (0x7f)"));
+	assert_true(sxt_text_has(&o, "EFI (0x12) tid"));
+	assert_true(sxt_text_has(&o, "intent, id 0xabc0001"));
+	assert_true(sxt_text_has(&o, "      efi extent: start 123 len 7"));
+	assert_true(sxt_text_has(&o, "EFD (0x13) tid"));
+	assert_false(sxt_text_has(&o, "BAD CRC"));
+	assert_false(sxt_text_has(&o, "malformed"));
+	sxt_text_free(&o);
 	sx_bdev_destroy(sc.bd);
 }
 
@@ -364,7 +318,7 @@ static void test_bad_crc(void **state)
 {
 	struct scenario sc;
 	struct sx_bdev *bd;
-	struct out o;
+	struct sxt_text o;
 	char want[160], line[1024];
 	u8 *buf;
 	u32 i;
@@ -379,23 +333,23 @@ static void test_bad_crc(void **state)
 
 	snprintf(want, sizeof(want), "record %u/%u BAD CRC", SX_LSN_CYCLE(sc.lsn[2]),
 		 SX_LSN_BLOCK(sc.lsn[2]));
-	assert_true(has(&o, want));
+	assert_true(sxt_text_has(&o, want));
 	line_with(&o, want, line, sizeof(line));
 	/* the ops still parse: damaged, not torn */
 	assert_null(strstr(line, "TORN"));
 	snprintf(want, sizeof(want), "end of the valid log at 1/%u after 2 records: bad record CRC",
 		 SX_LSN_BLOCK(sc.lsn[2]));
-	assert_true(has(&o, want));
+	assert_true(sxt_text_has(&o, want));
 	/* the records after it are still printed, past the valid log */
 	for (i = 3; i < sc.nrecs; i++) {
 		snprintf(want, sizeof(want), "record %u/%u: device block",
 			 SX_LSN_CYCLE(sc.lsn[i]), SX_LSN_BLOCK(sc.lsn[i]));
-		assert_true(has(&o, want));
+		assert_true(sxt_text_has(&o, want));
 	}
 	assert_int_equal(count_between(&o, "record ", "valid log from the tail",
 				       "end of the valid log"), 2);
-	assert_true(has(&o, "(ops not decoded: the record fails its CRC)"));
-	out_free(&o);
+	assert_true(sxt_text_has(&o, "(ops not decoded: the record fails its CRC)"));
+	sxt_text_free(&o);
 	sx_bdev_destroy(bd);
 	sx_bdev_destroy(sc.bd);
 }
@@ -405,7 +359,7 @@ static void test_torn(void **state)
 {
 	struct scenario sc;
 	struct sx_bdev *bd;
-	struct out o;
+	struct sxt_text o;
 	char want[160], line[1024];
 	u8 *buf;
 
@@ -418,11 +372,11 @@ static void test_torn(void **state)
 
 	snprintf(want, sizeof(want), "record %u/%u BAD CRC", SX_LSN_CYCLE(sc.lsn[1]),
 		 SX_LSN_BLOCK(sc.lsn[1]));
-	assert_true(has(&o, want));
+	assert_true(sxt_text_has(&o, want));
 	line_with(&o, want, line, sizeof(line));
 	assert_non_null(strstr(line, ", TORN (not as written from byte"));
-	assert_true(has(&o, "after 1 records: bad record CRC"));
-	out_free(&o);
+	assert_true(sxt_text_has(&o, "after 1 records: bad record CRC"));
+	sxt_text_free(&o);
 	sx_bdev_destroy(bd);
 	sx_bdev_destroy(sc.bd);
 }
@@ -433,7 +387,7 @@ static void test_broken_chain(void **state)
 	struct scenario sc;
 	struct sx_bdev *bd;
 	struct sx_dlog_rec *rec;
-	struct out o;
+	struct sxt_text o;
 	char want[160];
 	u8 *buf;
 
@@ -447,12 +401,12 @@ static void test_broken_chain(void **state)
 
 	snprintf(want, sizeof(want), "record %u/%u BROKEN CHAIN (the record before has crc 0x",
 		 SX_LSN_CYCLE(sc.lsn[4]), SX_LSN_BLOCK(sc.lsn[4]));
-	assert_true(has(&o, want));
-	assert_true(has(&o, "after 4 records: record does not chain"));
+	assert_true(sxt_text_has(&o, want));
+	assert_true(sxt_text_has(&o, "after 4 records: record does not chain"));
 	/* its own CRC is fine, so its ops are decoded */
-	assert_false(has(&o, "BAD CRC"));
-	assert_true(has(&o, "intent, id 0xabc0001"));
-	out_free(&o);
+	assert_false(sxt_text_has(&o, "BAD CRC"));
+	assert_true(sxt_text_has(&o, "intent, id 0xabc0001"));
+	sxt_text_free(&o);
 	sx_bdev_destroy(bd);
 	sx_bdev_destroy(sc.bd);
 }
@@ -466,7 +420,7 @@ static void test_stale_after_wrap(void **state)
 	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, SX_MIN_LOGBLOCKS);
 	struct sx_mount *mp = sxt_mount(bd);
 	struct sx_trans *tp;
-	struct out o;
+	struct sxt_text o;
 	u64 bno;
 	u32 len, i;
 
@@ -482,14 +436,14 @@ static void test_stale_after_wrap(void **state)
 	assert_int_equal(sx_unmount(mp), 0);
 
 	print_log(bd, &o);
-	assert_true(has(&o, "the log is clean"));
-	assert_true(has(&o, "STALE (old cycle 1)"));
-	assert_true(has(&o, "STALE (old cycle 2, checkpointed: behind the tail)"));
-	assert_true(has(&o, "back at the tail: the whole log has been printed"));
+	assert_true(sxt_text_has(&o, "the log is clean"));
+	assert_true(sxt_text_has(&o, "STALE (old cycle 1)"));
+	assert_true(sxt_text_has(&o, "STALE (old cycle 2, checkpointed: behind the tail)"));
+	assert_true(sxt_text_has(&o, "back at the tail: the whole log has been printed"));
 	/* one pass: no more record lines than the log has blocks */
 	assert_true(count_between(&o, "record ", "past the valid log", "back at the tail") <=
 		    SX_MIN_LOGBLOCKS);
-	out_free(&o);
+	sxt_text_free(&o);
 	sx_bdev_destroy(bd);
 }
 
@@ -498,7 +452,7 @@ static void test_garbage(void **state)
 {
 	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
 	struct sx_sb sb;
-	struct out o;
+	struct sxt_text o;
 	u64 seed = 7, off;
 	u8 junk[4096];
 	u32 i;
@@ -513,18 +467,18 @@ static void test_garbage(void **state)
 		sxt_bdev_poke(bd, (sb.sb_logstart + off) * 4096, junk, sizeof(junk));
 	}
 	print_log(bd, &o);
-	assert_true(has(&o, "after 0 records"));
-	assert_true(has(&o, "no record header at 1/0"));
-	out_free(&o);
+	assert_true(sxt_text_has(&o, "after 0 records"));
+	assert_true(sxt_text_has(&o, "no record header at 1/0"));
+	sxt_text_free(&o);
 
 	memset(junk, 0, sizeof(junk));
 	sxt_bdev_poke(bd, 0, junk, sizeof(junk));
 	sxt_bdev_poke(bd, 4096, junk, sizeof(junk));
 	memset(&o, 0, sizeof(o));
-	assert_true(sx_logprint(bd, out_line, &o) < 0);
-	assert_true(has(&o, "no valid superblock"));
-	out_free(&o);
-	assert_int_equal(sx_logprint(NULL, out_line, &o), -EINVAL);
+	assert_true(sx_logprint(bd, sxt_text_line, &o) < 0);
+	assert_true(sxt_text_has(&o, "no valid superblock"));
+	sxt_text_free(&o);
+	assert_int_equal(sx_logprint(NULL, sxt_text_line, &o), -EINVAL);
 	sx_bdev_destroy(bd);
 }
 
@@ -535,7 +489,7 @@ static void test_wrap_record(void **state)
 	struct sx_mount *mp = sxt_mount(bd);
 	struct sx_trans *tp;
 	struct sx_log_stats ls;
-	struct out o;
+	struct sxt_text o;
 	char line[1024];
 	u64 b = mp->m_sb.sb_datastart + 100;
 	u32 i;
@@ -553,12 +507,12 @@ static void test_wrap_record(void **state)
 	sx_unmount(mp);
 
 	print_log(bd, &o);
-	assert_true(has(&o, "flags 0x1 (WRAP)"));
+	assert_true(sxt_text_has(&o, "flags 0x1 (WRAP)"));
 	line_with(&o, "flags 0x1 (WRAP)", line, sizeof(line));
 	assert_non_null(strstr(line, "1 blocks, 0 ops, 0 bytes"));
 	assert_non_null(strstr(line, ": device block 65,"));	/* the last log block */
-	assert_true(has(&o, "3 blocks, 3 ops"));
-	out_free(&o);
+	assert_true(sxt_text_has(&o, "3 blocks, 3 ops"));
+	sxt_text_free(&o);
 	sx_bdev_destroy(bd);
 }
 
