@@ -12,14 +12,9 @@ int cmd_check(int argc, char **argv)
 	u64 problems = 0;
 	int error;
 
-	if (argc != 2 || argv[1][0] == '-') {
-		if (argc > 1 && argv[1][0] == '-')
-			tool_fail("check: unknown option '%s'", argv[1]);
-		return tool_usage("check");
-	}
-	error = sx_filedev_open(argv[1], SX_FILEDEV_RDONLY, 0, &bd);
+	error = tool_open_image(argc, argv, "check", &bd);
 	if (error)
-		return tool_error(error, "check: cannot open %s", argv[1]);
+		return error;
 	error = sx_check(bd, tool_print_line, stdout, &problems);
 	sx_bdev_destroy(bd);
 	fflush(stdout);

@@ -66,14 +66,9 @@ int cmd_info(int argc, char **argv)
 	struct sx_info in;
 	int error;
 
-	if (argc != 2 || argv[1][0] == '-') {
-		if (argc > 1 && argv[1][0] == '-')
-			tool_fail("info: unknown option '%s'", argv[1]);
-		return tool_usage("info");
-	}
-	error = sx_filedev_open(argv[1], SX_FILEDEV_RDONLY, 0, &bd);
+	error = tool_open_image(argc, argv, "info", &bd);
 	if (error)
-		return tool_error(error, "info: cannot open %s", argv[1]);
+		return error;
 	error = sx_mount(bd, &mo, &mp);
 	if (error) {
 		sx_bdev_destroy(bd);

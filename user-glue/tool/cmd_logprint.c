@@ -11,14 +11,9 @@ int cmd_logprint(int argc, char **argv)
 	struct sx_bdev *bd;
 	int error;
 
-	if (argc != 2 || argv[1][0] == '-') {
-		if (argc > 1 && argv[1][0] == '-')
-			tool_fail("logprint: unknown option '%s'", argv[1]);
-		return tool_usage("logprint");
-	}
-	error = sx_filedev_open(argv[1], SX_FILEDEV_RDONLY, 0, &bd);
+	error = tool_open_image(argc, argv, "logprint", &bd);
 	if (error)
-		return tool_error(error, "logprint: cannot open %s", argv[1]);
+		return error;
 	error = sx_logprint(bd, tool_print_line, stdout);
 	sx_bdev_destroy(bd);
 	if (error)

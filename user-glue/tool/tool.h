@@ -25,6 +25,12 @@ int tool_usage(const char *cmd);
 /* tool_error() - print "swapext: WHAT: strerror(@error)" to stderr; returns 1 */
 int tool_error(int error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * tool_open_image() - open the one IMAGE argument of "swapext @cmd IMAGE"
+ * read-only; returns 0, or the exit status after printing usage or the error
+ */
+int tool_open_image(int argc, char **argv, const char *cmd, struct sx_bdev **bdp);
+
 /* tool_fail() - print "swapext: WHAT" to stderr; returns 1 */
 int tool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

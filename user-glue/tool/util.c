@@ -119,3 +119,19 @@ const char *tool_features(u32 word, int which, char *buf, size_t len)
 		snprintf(buf, len, "none");
 	return buf;
 }
+
+/* Open the single IMAGE argument of a read-only subcommand. */
+int tool_open_image(int argc, char **argv, const char *cmd, struct sx_bdev **bdp)
+{
+	int error;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		if (argc > 1 && argv[1][0] == '-')
+			tool_fail("%s: unknown option '%s'", cmd, argv[1]);
+		return tool_usage(cmd);
+	}
+	error = sx_filedev_open(argv[1], SX_FILEDEV_RDONLY, 0, bdp);
+	if (error)
+		return tool_error(error, "%s: cannot open %s", cmd, argv[1]);
+	return 0;
+}
