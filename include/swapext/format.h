@@ -20,6 +20,11 @@
 #define SX_SB_MAGIC		0x42535853u	/* "SXSB" */
 #define SX_LOG_MAGIC		0x474c5853u	/* "SXLG" */
 #define SX_BITMAP_MAGIC		0x4d425853u	/* "SXBM" */
+#define SX_FSINFO_MAGIC		0x49465853u	/* "SXFI" */
+#define SX_INODE_MAGIC		0x4e495853u	/* "SXIN" */
+#define SX_BMBT_MAGIC		0x58425853u	/* "SXBX": extent map B+tree block */
+#define SX_DIRBT_MAGIC		0x52445853u	/* "SXDR": directory B+tree block */
+#define SX_REFCBT_MAGIC		0x43525853u	/* "SXRC": refcount B+tree block */
 
 #define SX_VERSION		1
 #define SX_SB_SIZE		512	/* bytes of each superblock copy covered by its CRC */
@@ -200,6 +205,146 @@ struct sx_dlog_intent {
 	__le64	li_id;
 	__le32	li_nitems;
 	__le32	li_pad;
+};
+
+/*
+ * Filesystem information block (sb_fsinfo): the logged, changing facts that
+ * the superblock, which is never logged, cannot hold.
+ */
+struct sx_dfsinfo {
+	struct sx_dblk_hdr fi_hdr;
+	__le64	fi_rootino;		/* the root directory */
+	__le64	fi_unlinked;		/* first inode of the unlinked list; 0 = none */
+	__le64	fi_next_gen;		/* generation of the next inode allocated */
+	__le64	fi_icount;		/* inodes in use */
+	__le64	fi_refc_root;		/* refcount B+tree root block; 0 = empty */
+	__le32	fi_refc_level;		/* its height - 1 */
+	__le32	fi_pad;
+	__le64	fi_reserved[8];		/* zero */
+};
+
+/*
+ * Inodes.  Each inode is one metadata block; its number is its block
+ * number.  The fork area after the core holds either the fork's records
+ * inline (SX_DIF_INLINE: di_nrecs of them) or nothing but the root pointer
+ * of a B+tree holding them (SX_DIF_BTREE).  A regular file's records are
+ * extent mappings, a directory's are directory entries.
+ */
+#define SX_NAME_MAX		255
+
+#define SX_IFMT			0170000
+#define SX_IFREG		0100000
+#define SX_IFDIR		0040000
+
+enum {
+	SX_DIF_INLINE	= 1,
+	SX_DIF_BTREE	= 2,
+};
+
+/* di_flags */
+#define SX_DIFLAG_REFLINK	(1u << 0)	/* may share blocks */
+#define SX_DIFLAG_IMMUTABLE	(1u << 1)
+#define SX_DIFLAG_APPEND	(1u << 2)
+#define SX_DIFLAG_SWAPFILE	(1u << 3)	/* in use as swap: no remapping (ETXTBSY) */
+#define SX_DIFLAG_ALL		0xfu
+
+struct sx_dinode {
+	struct sx_dblk_hdr di_hdr;	/* bh_owner = the inode number */
+	__le16	di_mode;
+	__le16	di_format;		/* SX_DIF_* */
+	__le32	di_nlink;
+	__le32	di_uid;
+	__le32	di_gid;
+	__le64	di_size;
+	__le64	di_nblocks;		/* data and B+tree blocks charged to it */
+	__le64	di_gen;			/* changes each time the block is reused */
+	__le32	di_flags;		/* SX_DIFLAG_* */
+	__le32	di_pad;
+	__le64	di_atime;		/* ns since the epoch, signed */
+	__le64	di_mtime;
+	__le64	di_ctime;
+	__le64	di_next_unlinked;	/* next on the unlinked list; 0 = end */
+	__le64	di_nrecs;		/* records in the fork */
+	__le64	di_broot;		/* SX_DIF_BTREE: root block */
+	__le32	di_blevel;		/* SX_DIF_BTREE: height - 1 */
+	__le32	di_pad2;
+	__le64	di_reserved[4];		/* zero */
+	/* fork area to the end of the block */
+};
+#define SX_DINODE_CORE		sizeof(struct sx_dinode)
+#define SX_FORK_BYTES(bs)	((bs) - SX_DINODE_CORE)
+
+/* An extent mapping: file blocks [startoff, +blockcount) at startblock. */
+struct sx_dbmap_rec {
+	__le64	br_startoff;
+	__le64	br_startblock;
+	__le32	br_blockcount;
+	__le32	br_flags;		/* SX_BMAP_UNWRITTEN */
+};
+#define SX_BMAP_UNWRITTEN	(1u << 0)
+#define SX_BMAP_MAXLEN		(1u << 21)	/* blocks in one mapping */
+
+/* A directory entry, keyed by the hash of its name. */
+struct sx_ddir_rec {
+	__le64	de_hash;
+	__le64	de_ino;
+	__le16	de_namelen;
+	u8	de_pad[6];
+	char	de_name[256];		/* not NUL-terminated; zero after de_namelen */
+};
+
+/* A refcount record: blocks [startblock, +blockcount) are mapped refcount times. */
+struct sx_drefc_rec {
+	__le64	rc_startblock;
+	__le32	rc_blockcount;
+	__le32	rc_refcount;		/* >= 2; a block mapped once has no record */
+};
+
+/*
+ * B+tree block.  Leaves (level 0) hold records sorted by key; nodes hold
+ * bt_numrecs keys, then (at a fixed offset set by the maximum) as many
+ * child pointers.  Equal keys are allowed; the key of a node entry is the
+ * smallest key below it.
+ */
+struct sx_dbtree_block {
+	struct sx_dblk_hdr bt_hdr;	/* bh_owner: the inode, or 0 */
+	__le16	bt_level;
+	__le16	bt_numrecs;
+	__le32	bt_pad;
+	__le64	bt_leftsib;		/* 0: none (block 0 is never a B+tree block) */
+	__le64	bt_rightsib;
+};
+#define SX_BTREE_MAXLEVELS	9
+
+/* BUI/BUD: map or unmap an extent in an inode's data fork. */
+struct sx_dlog_bmap {
+	__le64	bm_ino;
+	__le64	bm_gen;
+	__le64	bm_startoff;
+	__le64	bm_startblock;
+	__le32	bm_blockcount;
+	__le32	bm_flags;		/* SX_BMI_* */
+};
+#define SX_BMI_MAP		(1u << 0)	/* else unmap */
+#define SX_BMI_UNWRITTEN	(1u << 1)
+#define SX_BMI_FLAGS_ALL	0x3u
+
+/* EFI/EFD: free extents. */
+struct sx_dlog_efi {
+	__le64	ef_startblock;
+	__le32	ef_blockcount;
+	__le32	ef_pad;
+};
+
+/* CUI/CUD: refcount changes. */
+struct sx_dlog_cui {
+	__le64	cu_startblock;
+	__le32	cu_blockcount;
+	__le32	cu_op;			/* SX_CUI_* */
+};
+enum {
+	SX_CUI_INCREASE	= 1,
+	SX_CUI_DECREASE	= 2,
 };
 
 #endif /* SWAPEXT_FORMAT_H */

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Compile-time checks that every on-disk and log structure has the size the
+ * format says, in every build: a padding change here is a format change.
+ */
+#include "util.h"
+
+#define SX_SIZE(type, bytes) \
+	_Static_assert(sizeof(struct type) == (bytes), #type " changed size")
+
+SX_SIZE(sx_dsb, 480);
+SX_SIZE(sx_dblk_hdr, 48);
+SX_SIZE(sx_dbitmap, 64);
+SX_SIZE(sx_dlog_rec, 80);
+SX_SIZE(sx_dlog_op, 16);
+SX_SIZE(sx_dlog_buf, 16);
+SX_SIZE(sx_dlog_region, 8);
+SX_SIZE(sx_dlog_intent, 16);
+SX_SIZE(sx_dfsinfo, 160);
+SX_SIZE(sx_dinode, 184);
+SX_SIZE(sx_dbmap_rec, 24);
+SX_SIZE(sx_ddir_rec, 280);
+SX_SIZE(sx_drefc_rec, 16);
+SX_SIZE(sx_dbtree_block, 72);
+SX_SIZE(sx_dlog_bmap, 40);
+SX_SIZE(sx_dlog_efi, 16);
+SX_SIZE(sx_dlog_cui, 16);
+
+_Static_assert(sizeof(struct sx_dsb) <= SX_SB_SIZE, "superblock exceeds its sector");
+_Static_assert(SX_DINODE_CORE + sizeof(struct sx_ddir_rec) <= SX_MIN_BLOCKSIZE,
+	       "a 512-byte inode must hold one directory entry inline");
