@@ -136,6 +136,81 @@ SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg,
  */
 SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg);
 
+/*
+ * Files.  A mount keeps a table of open files; descriptors are small
+ * integers (>= 0) valid until sx_close() or unmount.  Offsets and lengths
+ * are in bytes.  Names live in the one flat root directory.
+ */
+struct sx_stat {
+	u64	st_ino;
+	u64	st_gen;
+	u64	st_size;
+	u64	st_blocks;		/* filesystem blocks charged to the file */
+	u32	st_blksize;
+	u32	st_mode;
+	u32	st_nlink;
+	u32	st_uid;
+	u32	st_gid;
+	u32	st_flags;		/* SX_DIFLAG_* of format.h */
+	s64	st_atime_ns;
+	s64	st_mtime_ns;
+	s64	st_ctime_ns;
+};
+
+/* One mapping of sx_fiemap(). */
+struct sx_extent {
+	u64	ex_off;			/* file byte offset */
+	u64	ex_len;			/* bytes */
+	u64	ex_physical;		/* device byte offset */
+	u32	ex_flags;		/* SX_EXTENT_* */
+	u32	ex_pad;
+};
+#define SX_EXTENT_UNWRITTEN	(1u << 0)
+#define SX_EXTENT_SHARED	(1u << 1)
+
+/** sx_create() - create and open a regular file @name; -EEXIST if it exists */
+SX_API int sx_create(struct sx_mount *mp, const char *name, u32 mode, int *fdp);
+/** sx_open() - open the file @name */
+SX_API int sx_open(struct sx_mount *mp, const char *name, int *fdp);
+/** sx_open_tmpfile() - create and open a file with no name (O_TMPFILE) */
+SX_API int sx_open_tmpfile(struct sx_mount *mp, u32 mode, int *fdp);
+/** sx_close() - close a descriptor; an unlinked file's last close frees it */
+SX_API int sx_close(struct sx_mount *mp, int fd);
+/** sx_link() - give the open file @fd the name @name (also a tmpfile) */
+SX_API int sx_link(struct sx_mount *mp, int fd, const char *name);
+/** sx_unlink() - remove @name; the file lives on while open */
+SX_API int sx_unlink(struct sx_mount *mp, const char *name);
+/** sx_rename() - rename @from to @to, replacing @to if it exists */
+SX_API int sx_rename(struct sx_mount *mp, const char *from, const char *to);
+/** sx_readdir() - call @fn for each name; a nonzero return stops */
+SX_API int sx_readdir(struct sx_mount *mp, int (*fn)(void *arg, const char *name,
+						     u64 ino), void *arg);
+
+/** sx_pread() - read up to @len bytes at @off; returns bytes read or -errno */
+SX_API s64 sx_pread(struct sx_mount *mp, int fd, void *buf, u64 len, u64 off);
+/** sx_pwrite() - write @len bytes at @off; returns bytes written or -errno */
+SX_API s64 sx_pwrite(struct sx_mount *mp, int fd, const void *buf, u64 len, u64 off);
+/** sx_truncate() - set the size; blocks past it are freed */
+SX_API int sx_truncate(struct sx_mount *mp, int fd, u64 size);
+/** sx_fallocate() - allocate unwritten blocks for [@off, +@len); reads give zeroes */
+SX_API int sx_fallocate(struct sx_mount *mp, int fd, u64 off, u64 len);
+/** sx_punch() - free the blocks of [@off, +@len) (block-aligned part; the rest zeroed) */
+SX_API int sx_punch(struct sx_mount *mp, int fd, u64 off, u64 len);
+/** sx_fsync() - make the file's data and metadata durable */
+SX_API int sx_fsync(struct sx_mount *mp, int fd);
+/** sx_fstat() - describe an open file */
+SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st);
+/** sx_setflags() - set the SX_DIFLAG_* flags a user may set */
+SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags);
+/** sx_fiemap() - the mappings of [@off, +@len): at most @max into @ext, count in *@n */
+SX_API int sx_fiemap(struct sx_mount *mp, int fd, u64 off, u64 len, struct sx_extent *ext,
+		     u32 max, u32 *n);
+/** sx_clone() - make @dst_fd share all of @src_fd's blocks (FICLONE) */
+SX_API int sx_clone(struct sx_mount *mp, int dst_fd, int src_fd);
+/** sx_clone_range() - share [@src_off, +@len) of @src_fd at @dst_off of @dst_fd (FICLONERANGE) */
+SX_API int sx_clone_range(struct sx_mount *mp, int dst_fd, u64 dst_off, int src_fd,
+			  u64 src_off, u64 len);
+
 /** sx_strerror() - a message for a swapext error (negative errno) */
 SX_API const char *sx_strerror(int error);
 

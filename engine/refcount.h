@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Reference counts of shared blocks, in a B+tree rooted in the fsinfo
+ * block.  A mapped block without a record has one owner; a record says how
+ * many mappings share its blocks (always >= 2).  Dropping the last owner
+ * frees the blocks.
+ */
+#ifndef SX_REFCOUNT_H
+#define SX_REFCOUNT_H
+
+#include "util.h"
+
+struct sx_trans;
+
+extern const struct sx_btree_ops sx_refcbt_ops;
+
+/** sx_refcount_increase() - [@bno, +@len) gains an owner (clone) */
+int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len);
+
+/**
+ * sx_refcount_decrease() - [@bno, +@len) loses an owner (unmap); blocks
+ * whose last owner it was are freed (through the free-extent intent)
+ */
+int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len);
+
+/**
+ * sx_refcount_find_shared() - the first shared run inside [@bno, +@len):
+ * *@sbno and *@slen (0 if none), for copy-on-write
+ */
+int sx_refcount_find_shared(struct sx_mount *mp, struct sx_trans *tp, u64 bno, u64 len,
+			    u64 *sbno, u64 *slen);
+
+/** sx_refcount_get() - how many owners block @bno has (1 if no record) */
+int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count);
+
+/** sx_refcount_res_bytes() - log bytes of one increase or decrease step */
+u32 sx_refcount_res_bytes(const struct sx_mount *mp);
+
+#endif /* SX_REFCOUNT_H */
