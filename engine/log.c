@@ -63,6 +63,7 @@ struct sx_log {
 	u64		l_next_tid;
 	u32		l_next_intent;
 	u32		l_grant;	/* blocks reserved by open or queued transactions */
+	struct sx_atomic l_data_dirty;	/* data written in place since the last flush */
 	struct sx_list	l_cil;
 	struct sx_list	l_intents;
 	u32		l_nintents;
@@ -548,6 +549,30 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *done, int error
 	sx_mutex_unlock(&log->l_lock);
 }
 
+/* File data went to the device in place: flush it before the next record. */
+void sx_log_data_written(struct sx_mount *mp)
+{
+	sx_atomic_set(&mp->m_log->l_data_dirty, 1);
+}
+
+/*
+ * Flush data written in place, so that it is durable before any record that
+ * maps it can be: a record and the data it points to may otherwise reach the
+ * media in either order.
+ */
+static int sx_log_flush_data(struct sx_mount *mp)
+{
+	struct sx_log *log = mp->m_log;
+	int error;
+
+	if (sx_atomic_cmpxchg(&log->l_data_dirty, 1, 0) != 1)
+		return 0;
+	error = sx_dev_flush(mp);
+	if (error)
+		sx_atomic_set(&log->l_data_dirty, 1);
+	return error;
+}
+
 /* Write everything queued and flush (force lock held). */
 static int sx_log_force_locked(struct sx_mount *mp)
 {
@@ -565,12 +590,14 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	}
 	sx_mutex_unlock(&log->l_lock);
 	if (sx_list_empty(&todo))
-		return sx_is_shutdown(mp) ? -EIO : 0;
+		return sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp);
 	if (sx_is_shutdown(mp)) {
 		error = -EIO;
 		goto out_complete;
 	}
-	error = sx_log_write_epoch(mp);
+	error = sx_log_flush_data(mp);
+	if (!error)
+		error = sx_log_write_epoch(mp);
 	if (error)
 		goto out_complete;
 

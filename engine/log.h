@@ -64,6 +64,12 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 /** sx_log_force() - make every queued transaction durable */
 int sx_log_force(struct sx_mount *mp);
 
+/**
+ * sx_log_data_written() - file data was written in place; the next force
+ * flushes the device before it writes any record (data before metadata)
+ */
+void sx_log_data_written(struct sx_mount *mp);
+
 /** sx_log_checkpoint() - force, write metadata back, flush, move the tail */
 int sx_log_checkpoint(struct sx_mount *mp);
 
