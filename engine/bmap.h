@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The extent map of a regular file: its fork holds mappings of file block
+ * ranges to device blocks, written or unwritten; holes are implicit.
+ * Adjacent compatible mappings merge.  Each call changes at most one
+ * mapping piece, so a caller can bound its transactions and roll between
+ * calls.  Mapping and unmapping move the inode's block count with the blocks.
+ */
+#ifndef SX_BMAP_H
+#define SX_BMAP_H
+
+#include "util.h"
+
+struct sx_trans;
+struct sx_inode;
+
+#define SX_HOLE			(~0ull)		/* br_startblock of a hole */
+
+/* A mapping (or hole) in host byte order. */
+struct sx_bmap_irec {
+	u64	br_startoff;		/* file block */
+	u64	br_startblock;		/* device block, or SX_HOLE */
+	u32	br_blockcount;
+	u32	br_state;		/* SX_BMAP_UNWRITTEN or 0 */
+};
+
+/* The fork ops of extent maps (and the B+tree type behind them). */
+extern const struct sx_fork_ops sx_bmap_fork_ops;
+extern const struct sx_btree_ops sx_bmbt_ops;
+
+/**
+ * sx_bmap_lookup() - the mapping that contains file block @off, or the hole
+ * there, which runs to the next mapping (at most SX_BMAP_MAXLEN blocks)
+ * @tp: NULL for a read-only lookup (caller holds the inode lock)
+ */
+int sx_bmap_lookup(struct sx_trans *tp, struct sx_inode *ip, u64 off,
+		   struct sx_bmap_irec *irec);
+
+/**
+ * sx_bmap_map() - map @irec (which must lie in a hole) and charge its blocks
+ * to the inode; merges with compatible neighbours
+ */
+int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_irec *irec);
+
+/**
+ * sx_bmap_unmap_one() - unmap the first mapped piece in [@off, @off + @len)
+ * @removed: what was unmapped (br_startblock SX_HOLE: nothing was left)
+ *
+ * The caller owns the removed blocks (free them, or drop a reference).
+ */
+int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+		      struct sx_bmap_irec *removed);
+
+/**
+ * sx_bmap_set_state_one() - give the first mapped piece in [@off, +@len)
+ * whose state differs the state @state; @changed says what was changed
+ */
+int sx_bmap_set_state_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+			  u32 state, struct sx_bmap_irec *changed);
+
+/** sx_bmap_res_bytes() - log bytes one map/unmap/set_state call may need */
+u32 sx_bmap_res_bytes(const struct sx_mount *mp, const struct sx_inode *ip);
+
+/** sx_bmap_count() - the number of mappings */
+u64 sx_bmap_count(const struct sx_inode *ip);
+
+#endif /* SX_BMAP_H */
