@@ -39,7 +39,13 @@ struct sx_btree_level {
 	u32		bl_ptr;			/* entry index in the block */
 };
 
-/* A position in a tree; lives on the caller's stack. */
+/*
+ * A position in a tree; lives on the caller's stack.  With a transaction the
+ * cursor's buffers are joined to it: release the cursor before the
+ * transaction commits or rolls, and use one cursor per tree at a time in a
+ * transaction (releasing a cursor releases the clean buffers it holds).
+ * Without one, the cursor holds its path's buffers locked until released.
+ */
 struct sx_btree_cur {
 	struct sx_mount	*bc_mp;
 	struct sx_trans	*bc_tp;			/* NULL: read-only */
@@ -102,10 +108,14 @@ int sx_btree_update(struct sx_btree_cur *cur, const void *rec);
  */
 int sx_btree_build(struct sx_trans *tp, const struct sx_btree_ops *ops, u64 owner,
 		   void *priv, u64 hint, const void *recs, u64 n, u64 *root, u32 *nlevels);
-/** sx_btree_free_all() - free every block of a tree (binval + free) */
+/** sx_btree_free_all() - free every block of a tree (binval + free; bo_charge per block) */
 int sx_btree_free_all(struct sx_trans *tp, const struct sx_btree_ops *ops, u64 owner,
 		      void *priv, u64 root, u32 nlevels);
-/** sx_btree_collect() - copy all records (at most @max) of a tree into @recs */
+/**
+ * sx_btree_collect() - copy all records (at most @max) of a tree into @recs
+ *
+ * Return: 0, -EFBIG if the tree holds more than @max records, or a read error.
+ */
 int sx_btree_collect(struct sx_mount *mp, struct sx_trans *tp, const struct sx_btree_ops *ops,
 		     u64 owner, u64 root, u32 nlevels, void *recs, u64 max, u64 *n);
 
