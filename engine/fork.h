@@ -16,10 +16,19 @@
 
 struct sx_inode;
 
-/* A record type stored in a fork. */
+/*
+ * A record type stored in a fork.  Its B+tree ops must use
+ * sx_fork_btree_set_root and sx_fork_btree_charge as bo_set_root and
+ * bo_charge: the fork's cursors carry the inode in bc_priv.
+ */
 struct sx_fork_ops {
 	const struct sx_btree_ops *fo_btree;	/* its B+tree form; gives size and key */
 };
+
+/** sx_fork_btree_set_root() - bo_set_root of fork trees: the inode's i_broot/i_blevel */
+int sx_fork_btree_set_root(struct sx_btree_cur *cur, u64 root, u32 nlevels);
+/** sx_fork_btree_charge() - bo_charge of fork trees: the inode's i_nblocks */
+void sx_fork_btree_charge(struct sx_btree_cur *cur, s64 delta);
 
 /* A position in a fork; lives on the caller's stack. */
 struct sx_fork_cur {
