@@ -23,6 +23,9 @@
 #define TROOT_MAGIC	0x52545854u	/* "TXTR" */
 #define TOWNER		77
 #define BAD_VAL		0xbad0bad0bad0bad0ull	/* a value the record verifier refuses */
+#define TBIG_MAGIC	0x47425854u	/* "TXBG": tree of big records */
+#define BIG_RECSIZE	280		/* a directory record's size: one per 512-byte leaf */
+#define MAX_RECSIZE	512
 
 struct trec {
 	__le64	key;
@@ -40,6 +43,7 @@ struct dtroot {
 
 /* A tree under test. */
 struct ttree {
+	const struct sx_btree_ops *ops;
 	struct sx_mount	*mp;
 	u64		rootblk;
 	u64		root;
@@ -105,6 +109,52 @@ static const struct sx_btree_ops tbt_ops = {
 	.bo_charge = tbt_charge,
 };
 
+/* Records of BIG_RECSIZE bytes: a struct trec, then bytes derived from the value. */
+static const struct sx_btree_ops tbig_ops;
+
+static int tbig_verify(struct sx_mount *mp, const void *data)
+{
+	return sx_btree_verify_block(mp, data, &tbig_ops);
+}
+
+static const struct sx_buf_ops tbig_buf_ops = {
+	.bo_name = "testbig",
+	.bo_magic = TBIG_MAGIC,
+	.bo_verify = tbig_verify,
+};
+
+static const struct sx_btree_ops tbig_ops = {
+	.bo_name = "testbig",
+	.bo_magic = TBIG_MAGIC,
+	.bo_recsize = BIG_RECSIZE,
+	.bo_buf_ops = &tbig_buf_ops,
+	.bo_key = trec_key,
+	.bo_verify_rec = trec_verify,
+	.bo_set_root = tbt_set_root,
+	.bo_charge = tbt_charge,
+};
+
+/* Fill a whole record of @rs bytes for {key, val}. */
+static void fill_rec(void *buf, u32 rs, u64 key, u64 val)
+{
+	struct trec *r = buf;
+	u32 j;
+
+	r->key = cpu_to_le64(key);
+	r->val = cpu_to_le64(val);
+	for (j = sizeof(*r); j < rs; j++)
+		((u8 *)buf)[j] = (u8)(val * 7 + j);
+}
+
+/* A whole record of @rs bytes must be @want with the right fill. */
+static void check_rec(const void *buf, u32 rs, const struct trec *want)
+{
+	u8 full[MAX_RECSIZE];
+
+	fill_rec(full, rs, le64_to_cpu(want->key), le64_to_cpu(want->val));
+	assert_memory_equal(buf, full, rs);
+}
+
 static int troot_verify(struct sx_mount *mp, const void *data)
 {
 	const struct dtroot *r = data;
@@ -149,6 +199,7 @@ static void ttree_create(struct ttree *t, struct sx_mount *mp)
 
 	memset(t, 0, sizeof(*t));
 	t->mp = mp;
+	t->ops = &tbt_ops;
 	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp) + sx_alloc_res_bytes(mp),
 					0, &tp), 0);
 	assert_int_equal(sx_alloc_extent(tp, 0, 1, 1, &t->rootblk, &len), 0);
@@ -167,6 +218,7 @@ static void ttree_open(struct ttree *t, struct sx_mount *mp, u64 rootblk)
 
 	memset(t, 0, sizeof(*t));
 	t->mp = mp;
+	t->ops = &tbt_ops;
 	t->rootblk = rootblk;
 	assert_int_equal(sx_buf_read(mp, rootblk, &troot_ops, 0, &bp), 0);
 	r = bp->b_data;
@@ -185,7 +237,7 @@ static void mkrec(struct trec *r, u64 key, u64 val)
 /* Cursor on @t in @tp (NULL: read-only). */
 static void tcur(struct sx_btree_cur *cur, struct ttree *t, struct sx_trans *tp)
 {
-	sx_btree_cur_init(cur, t->mp, tp, &tbt_ops, TOWNER, t->root, t->nlevels, t);
+	sx_btree_cur_init(cur, t->mp, tp, t->ops, TOWNER, t->root, t->nlevels, t);
 	cur->bc_hint = t->mp->m_sb.sb_datastart;
 }
 
@@ -217,18 +269,19 @@ static int t_insert(struct ttree *t, u64 key, u64 val)
 	struct ttree saved = *t;
 	struct sx_btree_cur cur;
 	struct sx_trans *tp;
-	struct trec r, got;
+	u8 r[MAX_RECSIZE], got[MAX_RECSIZE];
+	u32 rs = t->ops->bo_recsize;
 	int error;
 
 	error = tstart(t, &tp);
 	if (error)
 		return error;
 	tcur(&cur, t, tp);
-	mkrec(&r, key, val);
-	error = sx_btree_insert(&cur, &r);
+	fill_rec(r, rs, key, val);
+	error = sx_btree_insert(&cur, r);
 	if (!error) {
-		assert_int_equal(sx_btree_get(&cur, &got), 0);
-		assert_memory_equal(&got, &r, sizeof(r));
+		assert_int_equal(sx_btree_get(&cur, got), 0);
+		assert_memory_equal(got, r, rs);
 		assert_int_equal(cur.bc_root, t->root);
 		assert_int_equal(cur.bc_nlevels, t->nlevels);
 	}
@@ -244,9 +297,10 @@ static int t_delete(struct ttree *t, u64 key, u32 skip, u64 val, const struct tr
 	struct ttree saved = *t;
 	struct sx_btree_cur cur;
 	struct sx_trans *tp;
-	struct trec got;
+	u8 buf[MAX_RECSIZE];
+	struct trec *got = (struct trec *)buf, want;
+	u32 i, rs = t->ops->bo_recsize;
 	bool found;
-	u32 i;
 	int error;
 
 	error = tstart(t, &tp);
@@ -260,16 +314,17 @@ static int t_delete(struct ttree *t, u64 key, u32 skip, u64 val, const struct tr
 	}
 	if (!error) {
 		assert_true(found);
-		assert_int_equal(sx_btree_get(&cur, &got), 0);
-		assert_int_equal(le64_to_cpu(got.key), key);
-		assert_int_equal(le64_to_cpu(got.val), val);
+		assert_int_equal(sx_btree_get(&cur, buf), 0);
+		mkrec(&want, key, val);
+		check_rec(buf, rs, &want);
 		error = sx_btree_delete(&cur, &found);
 	}
 	if (!error) {
 		assert_int_equal(found, next != NULL);
 		if (next) {
-			assert_int_equal(sx_btree_get(&cur, &got), 0);
-			assert_memory_equal(&got, next, sizeof(got));
+			assert_int_equal(sx_btree_get(&cur, buf), 0);
+			check_rec(buf, rs, next);
+			assert_int_equal(got->key, next->key);
 		}
 	}
 	return tfinish(t, &saved, tp, &cur, error);
@@ -294,14 +349,15 @@ static void walk_block(struct walk *w, u64 bno, u32 level, bool is_root, u64 lo,
 		       bool has_hi, u64 *firstkey)
 {
 	struct sx_mount *mp = w->t->mp;
-	u32 nmax = sx_btree_maxrecs(mp, &tbt_ops, false), lmax = sx_btree_maxrecs(mp, &tbt_ops, true);
+	const struct sx_btree_ops *ops = w->t->ops;
+	u32 nmax = sx_btree_maxrecs(mp, ops, false), lmax = sx_btree_maxrecs(mp, ops, true);
 	struct sx_dbtree_block *b;
 	struct sx_buf *bp;
 	u64 *keys = NULL, *ptrs = NULL, key;
 	u32 n, i;
 	bool isfree;
 
-	assert_int_equal(sx_buf_read(mp, bno, &tbt_buf_ops, TOWNER, &bp), 0);
+	assert_int_equal(sx_buf_read(mp, bno, ops->bo_buf_ops, TOWNER, &bp), 0);
 	assert_int_equal(sx_alloc_is_free(mp, bno, &isfree), 0);
 	assert_false(isfree);
 	b = bp->b_data;
@@ -316,8 +372,9 @@ static void walk_block(struct walk *w, u64 bno, u32 level, bool is_root, u64 lo,
 		assert_true(n >= (level ? nmax : lmax) / 2 && n >= 1);
 	if (level == 0) {
 		for (i = 0; i < n; i++) {
-			struct trec *r = (struct trec *)((u8 *)b + sizeof(*b)) + i;
+			struct trec *r = (struct trec *)((u8 *)b + sizeof(*b) + i * ops->bo_recsize);
 
+			check_rec(r, ops->bo_recsize, r);
 			key = le64_to_cpu(r->key);
 			assert_true(key >= lo);
 			if (has_hi)
@@ -366,7 +423,7 @@ static void check_tree(struct ttree *t, struct trec **recs, u64 *nrecs)
 	if (recs) {
 		w.cap = 1;
 		/* a generous bound: every leaf full */
-		w.cap = (u64)(t->nblocks + 1) * sx_btree_maxrecs(mp, &tbt_ops, true);
+		w.cap = (u64)(t->nblocks + 1) * sx_btree_maxrecs(mp, t->ops, true);
 		w.recs = malloc(sizeof(struct trec) * (w.cap + 1));
 	}
 	if (t->nlevels == 0) {
@@ -380,7 +437,7 @@ static void check_tree(struct ttree *t, struct trec **recs, u64 *nrecs)
 
 			bno = w.prev_at[l];
 			assert_int_not_equal(bno, 0);
-			assert_int_equal(sx_buf_read(mp, bno, &tbt_buf_ops, TOWNER, &bp), 0);
+			assert_int_equal(sx_buf_read(mp, bno, t->ops->bo_buf_ops, TOWNER, &bp), 0);
 			assert_int_equal(((struct sx_dbtree_block *)bp->b_data)->bt_rightsib, 0);
 			sx_buf_relse(bp);
 		}
@@ -398,7 +455,8 @@ static void check_tree(struct ttree *t, struct trec **recs, u64 *nrecs)
 static void check_iter(struct ttree *t, const struct trec *want, u64 n)
 {
 	struct sx_btree_cur cur;
-	struct trec got;
+	u8 got[MAX_RECSIZE];
+	u32 rs = t->ops->bo_recsize;
 	bool found;
 	u64 i = 0;
 
@@ -406,8 +464,8 @@ static void check_iter(struct ttree *t, const struct trec *want, u64 n)
 	assert_int_equal(sx_btree_first(&cur, &found), 0);
 	while (found) {
 		assert_true(i < n);
-		assert_int_equal(sx_btree_get(&cur, &got), 0);
-		assert_memory_equal(&got, &want[i], sizeof(got));
+		assert_int_equal(sx_btree_get(&cur, got), 0);
+		check_rec(got, rs, &want[i]);
 		i++;
 		assert_int_equal(sx_btree_next(&cur, &found), 0);
 	}
@@ -419,8 +477,8 @@ static void check_iter(struct ttree *t, const struct trec *want, u64 n)
 		for (i = n; found; ) {
 			assert_true(i > 0);
 			i--;
-			assert_int_equal(sx_btree_get(&cur, &got), 0);
-			assert_memory_equal(&got, &want[i], sizeof(got));
+			assert_int_equal(sx_btree_get(&cur, got), 0);
+			check_rec(got, rs, &want[i]);
 			assert_int_equal(sx_btree_prev(&cur, &found), 0);
 		}
 		assert_int_equal(i, 0);
@@ -615,7 +673,8 @@ static void check_lookup(struct ttree *t, const struct model *m, u64 *rs)
 	u32 k = (u32)(sxt_rand(rs) % m->K), mk, mp_, steps, i;
 	bool le = sxt_rand(rs) & 1, between = (sxt_rand(rs) & 1) && k + 1 < m->K, mfound, found;
 	u64 q = mkey(m, k) + (between ? 1 : 0);
-	struct trec want, got;
+	struct trec want;
+	u8 got[MAX_RECSIZE];
 	s64 j;
 
 	tcur(&cur, t, NULL);
@@ -636,8 +695,8 @@ static void check_lookup(struct ttree *t, const struct model *m, u64 *rs)
 		bool fwd = sxt_rand(rs) & 1;
 
 		model_rec(m, mk, mp_, &want);
-		assert_int_equal(sx_btree_get(&cur, &got), 0);
-		assert_memory_equal(&got, &want, sizeof(got));
+		assert_int_equal(sx_btree_get(&cur, got), 0);
+		check_rec(got, t->ops->bo_recsize, &want);
 		if (fwd) {
 			mfound = model_next(m, &mk, &mp_);
 			assert_int_equal(sx_btree_next(&cur, &found), 0);
@@ -724,17 +783,19 @@ static double now_s(void)
  * everything; compare with the model throughout.  The tree must shrink to
  * nothing and give every block back.
  */
-static void random_test(u32 bsize, u64 devsize, u32 K, u64 target)
+static void random_test(u32 bsize, u64 devsize, u32 K, u64 target,
+			const struct sx_btree_ops *ops)
 {
 	struct sx_bdev *bd = sxt_memfs(devsize, bsize, 0);
 	struct sx_mount *mp = sxt_mount(bd);
 	struct ttree t;
 	struct model m;
-	u64 rs = test_seed() ^ bsize, free0, ops = 0;
+	u64 rs = test_seed() ^ bsize, free0, nops = 0;
 	u32 maxlevels = 0;
 	double t0 = now_s();
 
 	ttree_create(&t, mp);
+	t.ops = ops;
 	free0 = sx_alloc_free_blocks(mp);
 	model_init(&m, K, target + 16);
 	check_all(&t, &m);
@@ -743,18 +804,18 @@ static void random_test(u32 bsize, u64 devsize, u32 K, u64 target)
 			do_delete(&t, &m, &rs);
 		else
 			do_insert(&t, &m, &rs);
-		ops++;
-		if (ops % 64 == 0)
+		nops++;
+		if (nops % 64 == 0)
 			check_lookup(&t, &m, &rs);
-		if (ops % 25000 == 0)
+		if (nops % 25000 == 0)
 			check_all(&t, &m);
 		maxlevels = sx_max(maxlevels, t.nlevels);
 	}
 	check_all(&t, &m);
 	while (m.nlive) {
 		do_delete(&t, &m, &rs);
-		ops++;
-		if (ops % 64 == 0)
+		nops++;
+		if (nops % 64 == 0)
 			check_lookup(&t, &m, &rs);
 		if (m.nlive % 25000 == 0)
 			check_all(&t, &m);
@@ -764,9 +825,9 @@ static void random_test(u32 bsize, u64 devsize, u32 K, u64 target)
 	assert_int_equal(t.root, 0);
 	assert_int_equal(t.nblocks, 0);
 	assert_int_equal(sx_alloc_free_blocks(mp), free0);
-	printf("# btree random bs=%u: %llu ops, %llu records at most, height up to %u, %.1f s\n",
-	       bsize, (unsigned long long)ops, (unsigned long long)target, maxlevels,
-	       now_s() - t0);
+	printf("# btree random bs=%u recsize=%u: %llu ops, %llu records at most, height up to %u, "
+	       "%.1f s\n", bsize, ops->bo_recsize, (unsigned long long)nops,
+	       (unsigned long long)target, maxlevels, now_s() - t0);
 	model_free(&m);
 	assert_int_equal(sx_unmount(mp), 0);
 	sx_bdev_destroy(bd);
@@ -774,12 +835,19 @@ static void random_test(u32 bsize, u64 devsize, u32 K, u64 target)
 
 static void test_random_512(void **state)
 {
-	random_test(512, 64 * MIB, 65536, 100000);
+	random_test(512, 64 * MIB, 65536, 100000, &tbt_ops);
 }
 
 static void test_random_4096(void **state)
 {
-	random_test(4096, 64 * MIB, 65536, 100000);
+	random_test(4096, 64 * MIB, 65536, 100000, &tbt_ops);
+}
+
+/* One record per leaf at 512 bytes (split and merge of single records), 14 at 4096. */
+static void test_random_bigrec(void **state)
+{
+	random_test(512, 64 * MIB, 2048, 6000, &tbig_ops);
+	random_test(4096, 64 * MIB, 8192, 20000, &tbig_ops);
 }
 
 /* Long runs of one key across many leaves: GE finds the first, LE the last. */
@@ -1595,6 +1663,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_512),
 		cmocka_unit_test(test_random_4096),
+		cmocka_unit_test(test_random_bigrec),
 		cmocka_unit_test(test_equal_keys),
 		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_build_collect_free),
