@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "log.h"
 #include "alloc.h"
+#include "file.h"
 
 /* Stop all further I/O; the first error is the one reported. */
 void sx_force_shutdown(struct sx_mount *mp, int error)
@@ -89,6 +90,7 @@ int sx_write_sb(struct sx_mount *mp)
 /* Free a mount and everything it set up. */
 static void sx_mount_free(struct sx_mount *mp)
 {
+	sx_files_destroy(mp);
 	sx_alloc_destroy(mp);
 	sx_log_destroy(mp);
 	sx_bcache_destroy(mp);
@@ -159,6 +161,9 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	error = sx_alloc_init(mp);
 	if (error)
 		goto out_free;
+	error = sx_files_init(mp);
+	if (error)
+		goto out_free;
 	if (!rdonly) {
 		error = sx_log_recover_intents(mp);
 		if (!error && dirty)
@@ -182,6 +187,8 @@ SX_API int sx_unmount(struct sx_mount *mp)
 
 	if (!mp)
 		return 0;
+	/* last closes first: they free files with no name */
+	sx_files_destroy(mp);
 	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp))
 		error = sx_log_checkpoint(mp);
 	if (!error && sx_is_shutdown(mp))
@@ -266,6 +273,10 @@ SX_API const char *sx_strerror(int error)
 	case EFBIG:		return "File too large";
 	case EPERM:		return "Operation not permitted";
 	case EBADF:		return "Bad file descriptor";
+	case ENAMETOOLONG:	return "File name too long";
+	case EISDIR:		return "Is a directory";
+	case EMFILE:		return "Too many open files";
+	case EMLINK:		return "Too many links";
 	default:		return "Unknown error";
 	}
 }

@@ -12,6 +12,7 @@
 struct sx_log;
 struct sx_bcache;
 struct sx_alloc;
+struct sx_files;
 
 enum {
 	SX_MF_RDONLY	= (1u << 0),
@@ -33,6 +34,7 @@ struct sx_mount {
 	struct sx_alloc	*m_alloc;
 	struct sx_recovery_stats m_rstats;
 	struct sx_list	m_rintents;	/* unfinished intents found by recovery */
+	struct sx_files	*m_files;	/* open descriptors (file.c) */
 };
 
 /** sx_is_shutdown() - true once the mount has stopped all I/O */
