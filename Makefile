@@ -13,8 +13,8 @@
 #   make help            everything else
 #
 # Sources are found with wildcards: a new engine/*.c, user-glue/*.c,
-# user-glue/tool/*.c, tests/unit/test_*.c, tests/crash/*.c or tests/common/*.c
-# is built without touching this file.
+# user-glue/tool/*.c, tests/unit/test_*.c, tests/crash/*.c, tests/stress/*.c or
+# tests/common/*.c is built without touching this file.
 
 VERSION		:= 0.1.0
 SOVERSION	:= 1
@@ -30,6 +30,8 @@ TEST_SEED	?=
 TEST_TIMEOUT	?= 900
 TEST_JOBS	?= 1
 TESTS		?=
+# Operations of the fsx stress test (tests/stress/fsx.c); exported as SX_FSX_OPS.
+FSX_OPS		?=
 
 # Skip scripts/deps.sh (no package check or install) with NODEPS=1.
 NODEPS		?=
@@ -81,6 +83,7 @@ TOOL_SRCS	:= $(sort $(wildcard user-glue/tool/*.c))
 COMMON_SRCS	:= $(sort $(wildcard tests/common/*.c))
 UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
 CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
+STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c))
 
 OBJ		:= $(BUILD)/obj
@@ -89,6 +92,7 @@ TOOL_OBJS	:= $(TOOL_SRCS:%.c=$(OBJ)/%.o)
 COMMON_OBJS	:= $(COMMON_SRCS:%.c=$(OBJ)/%.o)
 UNIT_OBJS	:= $(UNIT_SRCS:%.c=$(OBJ)/%.o)
 CRASH_OBJS	:= $(CRASH_SRCS:%.c=$(OBJ)/%.o)
+STRESS_OBJS	:= $(STRESS_SRCS:%.c=$(OBJ)/%.o)
 
 LIBA		:= $(BUILD)/libswapext.a
 LIBSO		:= $(BUILD)/libswapext.so.$(SOVERSION)
@@ -98,7 +102,8 @@ PCFILE		:= $(BUILD)/swapext.pc
 
 UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
-TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS)
+STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS)
 
 PORT_DIR	:= $(BUILD)/portable
 PORT_OBJS	:= $(ENGINE_SRCS:%.c=$(PORT_DIR)/%.o)
@@ -108,7 +113,8 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 		   $(shell $(CC) -mgeneral-regs-only -x c -c /dev/null -o /dev/null \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
-ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS)
+ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
+		   $(STRESS_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -116,6 +122,7 @@ FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS)
 
 # Test-run environment (see scripts/run-tests.sh and README.md).
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
+		  SX_FSX_OPS='$(FSX_OPS)' \
 		  SX_TOOL='$(abspath $(TOOL))' SX_TEST_DATA='$(CURDIR)/tests/data' \
 		  SX_BUILD='$(abspath $(BUILD))' \
 		  bash scripts/run-tests.sh --logdir '$(BUILD)/test-logs' \
@@ -262,6 +269,11 @@ $(CRASH_BINS): $(BUILD)/tests/crash/%: $(OBJ)/tests/crash/%.o $(COMMON_OBJS) $(L
 	@echo "  LD      $@"
 	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
 
+$(STRESS_BINS): $(BUILD)/tests/stress/%: $(OBJ)/tests/stress/%.o $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
 $(PCFILE): swapext.pc.in FORCE
 	@mkdir -p $(@D)
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -315,6 +327,7 @@ help:
 	@echo "  CRASH_LEVEL=quick|normal|long  exported as SX_CRASH_LEVEL (now: $(CRASH_LEVEL))"
 	@echo "  TEST_SEED=N                    exported as SX_TEST_SEED"
 	@echo "  TESTS='log crc'                run only programs whose name contains a word"
+	@echo "  FSX_OPS=N                      operations of the fsx stress test (default 100000)"
 	@echo "  TEST_TIMEOUT=S                 per-program timeout in seconds (now: $(TEST_TIMEOUT))"
 	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
 	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"

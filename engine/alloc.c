@@ -25,9 +25,12 @@
 #include "trans.h"
 #include "mount.h"
 #include "alloc.h"
+#include "log.h"
 
 struct sx_alloc {
 	struct sx_mutex	a_lock;		/* a_free, a_total */
+	struct sx_atomic64 a_frees;	/* sx_free_extent() calls so far */
+	struct sx_atomic64 a_frees_durable; /* of those, the ones a log force covered */
 	u32		a_nblocks;	/* bitmap blocks */
 	u64		a_bits;		/* bits per bitmap block */
 	u32		*a_free;	/* free blocks per bitmap block */
@@ -674,7 +677,41 @@ int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len)
 	error = alloc_own(tp, a);
 	if (error)
 		return error;
-	return alloc_change(tp, a, bno, len, false);
+	error = alloc_change(tp, a, bno, len, false);
+	if (!error)
+		sx_atomic64_add_return(&a->a_frees, 1);
+	return error;
+}
+
+/*
+ * Blocks freed by a transaction that is not yet durable may be allocated
+ * at once.  That is safe for metadata (logged, written back only after the
+ * log), but data written in place into such a block would survive a crash
+ * that gives the block back to its old owner.  So force the log if any
+ * blocks were freed since the last time this was done.  Call it holding
+ * the allocation (after sx_alloc_extent() in the same transaction): frees
+ * need bitmap block 0, so every free it must cover has committed.
+ */
+int sx_alloc_reuse_barrier(struct sx_mount *mp)
+{
+	struct sx_alloc *a = mp->m_alloc;
+	s64 frees, durable;
+	int error;
+
+	if (!a)
+		return 0;
+	frees = sx_atomic64_read(&a->a_frees);
+	if (sx_atomic64_read(&a->a_frees_durable) >= frees)
+		return 0;
+	error = sx_log_force(mp);
+	if (error)
+		return error;
+	do {
+		durable = sx_atomic64_read(&a->a_frees_durable);
+		if (durable >= frees)
+			break;
+	} while (sx_atomic64_cmpxchg(&a->a_frees_durable, durable, frees) != durable);
+	return 0;
 }
 
 /*

@@ -40,6 +40,14 @@ int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
  */
 int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len);
 
+/**
+ * sx_alloc_reuse_barrier() - before data is written in place into blocks
+ * just allocated: force the log if blocks were freed since the last
+ * barrier, so that no free that handed those blocks over can be lost in a
+ * crash after the data reached them (XFS keeps such extents busy instead)
+ */
+int sx_alloc_reuse_barrier(struct sx_mount *mp);
+
 /** sx_alloc_free_blocks() - exact count of free blocks */
 u64 sx_alloc_free_blocks(struct sx_mount *mp);
 

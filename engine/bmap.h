@@ -37,6 +37,15 @@ int sx_bmap_lookup(struct sx_trans *tp, struct sx_inode *ip, u64 off,
 		   struct sx_bmap_irec *irec);
 
 /**
+ * sx_bmap_next() - the mapping that contains file block @off or, if @off is
+ * in a hole, the first mapping after it; @found false if there is none
+ * (one lookup however long the hole)
+ * @tp: NULL for a read-only lookup (caller holds the inode lock)
+ */
+int sx_bmap_next(struct sx_trans *tp, struct sx_inode *ip, u64 off,
+		 struct sx_bmap_irec *irec, bool *found);
+
+/**
  * sx_bmap_map() - map @irec (which must lie in a hole) and charge its blocks
  * to the inode; merges with compatible neighbours
  */

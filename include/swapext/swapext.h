@@ -186,6 +186,14 @@ SX_API int sx_rename(struct sx_mount *mp, const char *from, const char *to);
 SX_API int sx_readdir(struct sx_mount *mp, int (*fn)(void *arg, const char *name,
 						     u64 ino), void *arg);
 
+/*
+ * The largest file size: a write, truncate or fallocate past it fails with
+ * -EFBIG (a write that starts below it is cut short).  2^52 bytes keeps
+ * every byte offset a positive s64 and every block number of any block
+ * size far from the 64-bit limits of extent maps.
+ */
+#define SX_MAX_FILE_SIZE	(1ull << 52)
+
 /** sx_pread() - read up to @len bytes at @off; returns bytes read or -errno */
 SX_API s64 sx_pread(struct sx_mount *mp, int fd, void *buf, u64 len, u64 off);
 /** sx_pwrite() - write @len bytes at @off; returns bytes written or -errno */

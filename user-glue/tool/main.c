@@ -24,6 +24,8 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "info", cmd_info, "IMAGE", "describe a filesystem, without recovering its log" },
 	{ "logprint", cmd_logprint, "IMAGE", "decode every record and item of the log" },
 	{ "check", cmd_check, "IMAGE", "verify everything on disk; exit 1 on any problem" },
+	{ "io", cmd_io, "IMAGE -c CMD [-c CMD]...",
+	  "run file commands on a mounted image, in order, like xfs_io (see README)" },
 	{ "demo", cmd_demo, "[-S SEED] [IMAGE]",
 	  "crash a metadata workload, recover and check it (IMAGE default build/demo.img)" },
 };

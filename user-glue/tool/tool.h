@@ -18,6 +18,7 @@ int cmd_info(int argc, char **argv);
 int cmd_logprint(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_io(int argc, char **argv);
 
 /* tool_usage() - print the usage line of @cmd (NULL: all) to stderr; returns 1 */
 int tool_usage(const char *cmd);
@@ -57,6 +58,18 @@ void tool_print_line(void *arg, const char *fmt, ...) __attribute__((format(prin
 
 /* tool_features() - names of the bits of one feature word, into @buf */
 const char *tool_features(u32 word, int which, char *buf, size_t len);
+
+/* An MD5 digest in progress (md5.c). */
+struct tool_md5 {
+	u32	m_state[4];
+	u64	m_bytes;
+	u8	m_buf[64];
+};
+
+/* tool_md5_init/update/final() - RFC 1321 MD5 of a stream of bytes */
+void tool_md5_init(struct tool_md5 *m);
+void tool_md5_update(struct tool_md5 *m, const void *data, size_t len);
+void tool_md5_final(struct tool_md5 *m, u8 digest[16]);
 
 enum { TOOL_FEAT_COMPAT, TOOL_FEAT_RO_COMPAT, TOOL_FEAT_INCOMPAT, TOOL_FEAT_LOG_INCOMPAT };
 

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Extent maps: mappings of file blocks to device blocks in a regular file's
+ * fork.  Every call changes at most one piece (with the merge or split it
+ * implies), so a caller bounds its transactions by the number of calls.
+ *
+ * A change is worked out first (which records it leaves, which neighbours
+ * it absorbs) and then applied as at most three fork operations, each of
+ * which finds its record again by key.  A fork operation may convert the
+ * fork between its inline and B+tree forms, which moves every record, so
+ * no position is carried from one operation to the next; a lookup is
+ * O(log n), so this costs little.  Keys only ever change in place to a
+ * value between the neighbours' keys, which is what a fork update allows.
+ */
+#include "util.h"
+#include "bmap.h"
+#include "btree.h"
+#include "fork.h"
+#include "inode.h"
+#include "buf.h"
+#include "trans.h"
+#include "alloc.h"
+#include "mount.h"
+
+/* The key of an on-disk mapping. */
+static u64 sx_bmbt_key(const void *rec)
+{
+	return le64_to_cpu(((const struct sx_dbmap_rec *)rec)->br_startoff);
+}
+
+/* Decode an on-disk mapping. */
+static void sx_bmap_decode(const struct sx_dbmap_rec *d, struct sx_bmap_irec *irec)
+{
+	irec->br_startoff = le64_to_cpu(d->br_startoff);
+	irec->br_startblock = le64_to_cpu(d->br_startblock);
+	irec->br_blockcount = le32_to_cpu(d->br_blockcount);
+	irec->br_state = le32_to_cpu(d->br_flags) & SX_BMAP_UNWRITTEN;
+}
+
+/* Encode a mapping. */
+static void sx_bmap_encode(const struct sx_bmap_irec *irec, struct sx_dbmap_rec *d)
+{
+	d->br_startoff = cpu_to_le64(irec->br_startoff);
+	d->br_startblock = cpu_to_le64(irec->br_startblock);
+	d->br_blockcount = cpu_to_le32(irec->br_blockcount);
+	d->br_flags = cpu_to_le32(irec->br_state);
+}
+
+/* A mapping read from disk must lie in the data area and not wrap. */
+static int sx_bmbt_verify_rec(struct sx_mount *mp, const void *rec)
+{
+	const struct sx_dbmap_rec *d = rec;
+	u64 off = le64_to_cpu(d->br_startoff), bno = le64_to_cpu(d->br_startblock);
+	u32 len = le32_to_cpu(d->br_blockcount);
+
+	if (SX_IS_CORRUPT(mp, len == 0 || len > SX_BMAP_MAXLEN) ||
+	    SX_IS_CORRUPT(mp, le32_to_cpu(d->br_flags) & ~SX_BMAP_UNWRITTEN) ||
+	    SX_IS_CORRUPT(mp, off + len < off) ||
+	    SX_IS_CORRUPT(mp, bno < mp->m_sb.sb_datastart) ||
+	    SX_IS_CORRUPT(mp, bno >= mp->m_sb.sb_dblocks ||
+			      len > mp->m_sb.sb_dblocks - bno))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* Verifier of extent map B+tree blocks. */
+static int sx_bmbt_verify(struct sx_mount *mp, const void *data)
+{
+	return sx_btree_verify_block(mp, data, &sx_bmbt_ops);
+}
+
+static const struct sx_buf_ops sx_bmbt_buf_ops = {
+	.bo_name = "bmbt",
+	.bo_magic = SX_BMBT_MAGIC,
+	.bo_verify = sx_bmbt_verify,
+};
+
+const struct sx_btree_ops sx_bmbt_ops = {
+	.bo_name = "bmbt",
+	.bo_magic = SX_BMBT_MAGIC,
+	.bo_recsize = sizeof(struct sx_dbmap_rec),
+	.bo_buf_ops = &sx_bmbt_buf_ops,
+	.bo_key = sx_bmbt_key,
+	.bo_verify_rec = sx_bmbt_verify_rec,
+	.bo_set_root = sx_fork_btree_set_root,
+	.bo_charge = sx_fork_btree_charge,
+};
+
+const struct sx_fork_ops sx_bmap_fork_ops = {
+	.fo_btree = &sx_bmbt_ops,
+};
+
+/* The number of mappings in the fork. */
+u64 sx_bmap_count(const struct sx_inode *ip)
+{
+	return ip->i_nrecs;
+}
+
+/* Log bytes of one call: at worst three fork operations and the inode core. */
+u32 sx_bmap_res_bytes(const struct sx_mount *mp, const struct sx_inode *ip)
+{
+	return 3 * sx_fork_res_bytes(mp, ip) + sx_inode_res_bytes(mp);
+}
+
+/* The end (first file block after) of a mapping. */
+static inline u64 sx_bmap_end(const struct sx_bmap_irec *irec)
+{
+	return irec->br_startoff + irec->br_blockcount;
+}
+
+/* Read the record at the cursor. */
+static int sx_bmap_get(struct sx_fork_cur *fc, struct sx_bmap_irec *irec)
+{
+	struct sx_dbmap_rec d;
+	int error;
+
+	error = sx_fork_get(fc, &d);
+	if (!error)
+		sx_bmap_decode(&d, irec);
+	return error;
+}
+
+/* Move to the next record and read it; *@found false at the end. */
+static int sx_bmap_next_rec(struct sx_fork_cur *fc, struct sx_bmap_irec *irec, bool *found)
+{
+	int error;
+
+	error = sx_fork_next(fc, found);
+	if (error || !*found)
+		return error;
+	return sx_bmap_get(fc, irec);
+}
+
+/* Move to the previous record and read it; *@found false at the start. */
+static int sx_bmap_prev_rec(struct sx_fork_cur *fc, struct sx_bmap_irec *irec, bool *found)
+{
+	int error;
+
+	error = sx_fork_prev(fc, found);
+	if (error || !*found)
+		return error;
+	return sx_bmap_get(fc, irec);
+}
+
+/*
+ * Position @fc on the mapping that contains @off, or else on the first one
+ * after it.  *@found is false if there is neither; then the cursor is
+ * wherever the search left it.
+ */
+static int sx_bmap_find(struct sx_fork_cur *fc, u64 off, struct sx_bmap_irec *got,
+			bool *found)
+{
+	int error;
+
+	error = sx_fork_lookup(fc, off, SX_BT_LE, found);
+	if (error)
+		return error;
+	if (*found) {
+		error = sx_bmap_get(fc, got);
+		if (error || sx_bmap_end(got) > off)
+			return error;
+		return sx_bmap_next_rec(fc, got, found);
+	}
+	error = sx_fork_lookup(fc, off, SX_BT_GE, found);
+	if (error || !*found)
+		return error;
+	return sx_bmap_get(fc, got);
+}
+
+/* Position @fc on the record that starts at @off, which must exist. */
+static int sx_bmap_seek(struct sx_fork_cur *fc, u64 off)
+{
+	struct sx_bmap_irec got;
+	bool found;
+	int error;
+
+	error = sx_fork_lookup(fc, off, SX_BT_LE, &found);
+	if (error)
+		return error;
+	if (SX_IS_CORRUPT(fc->fc_ip->i_mp, !found))
+		return -EFSCORRUPTED;
+	error = sx_bmap_get(fc, &got);
+	if (error)
+		return error;
+	if (SX_IS_CORRUPT(fc->fc_ip->i_mp, got.br_startoff != off))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* Replace the record that starts at @key with @irec. */
+static int sx_bmap_update_at(struct sx_fork_cur *fc, u64 key, const struct sx_bmap_irec *irec)
+{
+	struct sx_dbmap_rec d;
+	int error;
+
+	error = sx_bmap_seek(fc, key);
+	if (error)
+		return error;
+	sx_bmap_encode(irec, &d);
+	return sx_fork_update(fc, &d);
+}
+
+/* Delete the record that starts at @key. */
+static int sx_bmap_delete_at(struct sx_fork_cur *fc, u64 key)
+{
+	bool found;
+	int error;
+
+	error = sx_bmap_seek(fc, key);
+	if (error)
+		return error;
+	return sx_fork_delete(fc, &found);
+}
+
+/* Insert @irec as a new record. */
+static int sx_bmap_insert(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec)
+{
+	struct sx_dbmap_rec d;
+
+	sx_bmap_encode(irec, &d);
+	return sx_fork_insert(fc, &d);
+}
+
+/* Find what covers @off: a mapping, or the hole up to the next one. */
+int sx_bmap_lookup(struct sx_trans *tp, struct sx_inode *ip, u64 off,
+		   struct sx_bmap_irec *irec)
+{
+	struct sx_fork_cur fc;
+	struct sx_bmap_irec got;
+	bool found;
+	u64 end = off + SX_BMAP_MAXLEN;
+	int error;
+
+	if (end < off)
+		end = ~0ull;
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_find(&fc, off, &got, &found);
+	if (error)
+		goto out;
+	if (found && got.br_startoff <= off) {
+		*irec = got;
+		goto out;
+	}
+	if (found && got.br_startoff < end)
+		end = got.br_startoff;
+	irec->br_startoff = off;
+	irec->br_startblock = SX_HOLE;
+	irec->br_blockcount = (u32)(end - off);
+	irec->br_state = 0;
+out:
+	sx_fork_cur_release(&fc);
+	return error;
+}
+
+/* The mapping that contains @off or, failing that, the first one after it. */
+int sx_bmap_next(struct sx_trans *tp, struct sx_inode *ip, u64 off,
+		 struct sx_bmap_irec *irec, bool *found)
+{
+	struct sx_fork_cur fc;
+	int error;
+
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_find(&fc, off, irec, found);
+	sx_fork_cur_release(&fc);
+	return error;
+}
+
+/* True if @b continues @a in the file and on disk, with the same state. */
+static bool sx_bmap_contiguous(const struct sx_bmap_irec *a, const struct sx_bmap_irec *b)
+{
+	return sx_bmap_end(a) == b->br_startoff &&
+	       a->br_startblock + a->br_blockcount == b->br_startblock &&
+	       a->br_state == b->br_state &&
+	       (u64)a->br_blockcount + b->br_blockcount <= SX_BMAP_MAXLEN;
+}
+
+/* Check the fields of a mapping passed in by a caller. */
+static int sx_bmap_check_irec(struct sx_mount *mp, const struct sx_bmap_irec *irec)
+{
+	if (irec->br_blockcount == 0 || irec->br_blockcount > SX_BMAP_MAXLEN ||
+	    (irec->br_state & ~SX_BMAP_UNWRITTEN) ||
+	    sx_bmap_end(irec) < irec->br_startoff)
+		return -EINVAL;
+	if (irec->br_startblock < mp->m_sb.sb_datastart ||
+	    irec->br_startblock >= mp->m_sb.sb_dblocks ||
+	    irec->br_blockcount > mp->m_sb.sb_dblocks - irec->br_startblock)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Work out and apply the merge of @new into the hole it lies in: it may
+ * grow the mapping before it (@left), the one after it (@right), join
+ * both, or become a record of its own.
+ */
+static int sx_bmap_add(struct sx_fork_cur *fc, const struct sx_bmap_irec *new,
+		       const struct sx_bmap_irec *left, bool have_left,
+		       const struct sx_bmap_irec *right, bool have_right)
+{
+	struct sx_bmap_irec m = *new;
+	bool merge_left = have_left && sx_bmap_contiguous(left, &m);
+	bool merge_right;
+	int error;
+
+	if (merge_left) {
+		m.br_startoff = left->br_startoff;
+		m.br_startblock = left->br_startblock;
+		m.br_blockcount += left->br_blockcount;
+	}
+	merge_right = have_right && sx_bmap_contiguous(&m, right);
+	if (merge_right)
+		m.br_blockcount += right->br_blockcount;
+
+	if (merge_left && merge_right) {
+		/* left, new and right become one: drop right, grow left */
+		error = sx_bmap_delete_at(fc, right->br_startoff);
+		if (error)
+			return error;
+		return sx_bmap_update_at(fc, left->br_startoff, &m);
+	}
+	if (merge_left)
+		return sx_bmap_update_at(fc, left->br_startoff, &m);
+	if (merge_right)
+		/* right starts earlier now, still after left */
+		return sx_bmap_update_at(fc, right->br_startoff, &m);
+	return sx_bmap_insert(fc, &m);
+}
+
+/* Map @irec into a hole, merging with its neighbours. */
+int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_irec *irec)
+{
+	struct sx_mount *mp = ip->i_mp;
+	struct sx_bmap_irec left = { 0 }, right = { 0 };
+	bool have_left = false, have_right;
+	struct sx_fork_cur fc;
+	int error;
+
+	error = sx_bmap_check_irec(mp, irec);
+	if (error)
+		return error;
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_find(&fc, irec->br_startoff, &right, &have_right);
+	if (error)
+		goto out;
+	if (have_right && SX_IS_CORRUPT(mp, right.br_startoff < sx_bmap_end(irec))) {
+		error = -EFSCORRUPTED;		/* the range is not a hole */
+		goto out;
+	}
+	/* the mapping before the hole, if any */
+	if (have_right) {
+		error = sx_bmap_prev_rec(&fc, &left, &have_left);
+	} else {
+		error = sx_fork_lookup(&fc, irec->br_startoff, SX_BT_LE, &have_left);
+		if (!error && have_left)
+			error = sx_bmap_get(&fc, &left);
+	}
+	if (error)
+		goto out;
+	if (have_left && SX_IS_CORRUPT(mp, sx_bmap_end(&left) > irec->br_startoff)) {
+		error = -EFSCORRUPTED;
+		goto out;
+	}
+	error = sx_bmap_add(&fc, irec, &left, have_left, &right, have_right);
+	if (error)
+		goto out;
+	ip->i_nblocks += irec->br_blockcount;
+	error = sx_inode_log(tp, ip);
+out:
+	sx_fork_cur_release(&fc);
+	return error;
+}
+
+/*
+ * Find the first mapping that overlaps [@off, @end); *@found false if none
+ * does.  The cursor is left on it.
+ */
+static int sx_bmap_first_in(struct sx_fork_cur *fc, u64 off, u64 end,
+			    struct sx_bmap_irec *got, bool *found)
+{
+	int error;
+
+	error = sx_bmap_find(fc, off, got, found);
+	if (!error && *found && got->br_startoff >= end)
+		*found = false;
+	return error;
+}
+
+/* The pieces a change leaves of one mapping. */
+struct sx_bmap_pieces {
+	struct sx_bmap_irec	bp_left;	/* before the range (may be empty) */
+	struct sx_bmap_irec	bp_mid;		/* the part inside the range */
+	struct sx_bmap_irec	bp_right;	/* after the range (may be empty) */
+};
+
+/* Split @got at the bounds of [@off, @end). */
+static void sx_bmap_split(const struct sx_bmap_irec *got, u64 off, u64 end,
+			  struct sx_bmap_pieces *p)
+{
+	u64 gend = sx_bmap_end(got);
+	u64 cstart = sx_max(off, got->br_startoff), cend = sx_min(end, gend);
+
+	p->bp_left = *got;
+	p->bp_left.br_blockcount = (u32)(cstart - got->br_startoff);
+	p->bp_mid = *got;
+	p->bp_mid.br_startoff = cstart;
+	p->bp_mid.br_startblock = got->br_startblock + (cstart - got->br_startoff);
+	p->bp_mid.br_blockcount = (u32)(cend - cstart);
+	p->bp_right = *got;
+	p->bp_right.br_startoff = cend;
+	p->bp_right.br_startblock = got->br_startblock + (cend - got->br_startoff);
+	p->bp_right.br_blockcount = (u32)(gend - cend);
+}
+
+/* Unmap the first mapped piece of [@off, @off + @len). */
+int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+		      struct sx_bmap_irec *removed)
+{
+	struct sx_bmap_pieces p;
+	struct sx_fork_cur fc;
+	struct sx_bmap_irec got;
+	u64 end = off + len;
+	bool found;
+	int error;
+
+	if (end < off)
+		end = ~0ull;
+	removed->br_startoff = off;
+	removed->br_startblock = SX_HOLE;
+	removed->br_blockcount = 0;
+	removed->br_state = 0;
+	if (len == 0)
+		return 0;
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_first_in(&fc, off, end, &got, &found);
+	if (error || !found)
+		goto out;
+	sx_bmap_split(&got, off, end, &p);
+	if (p.bp_left.br_blockcount) {
+		/* the record keeps its key and shrinks to the left piece */
+		error = sx_bmap_update_at(&fc, got.br_startoff, &p.bp_left);
+		if (!error && p.bp_right.br_blockcount)
+			error = sx_bmap_insert(&fc, &p.bp_right);
+	} else if (p.bp_right.br_blockcount) {
+		/* its key moves up to the right piece, still before the next */
+		error = sx_bmap_update_at(&fc, got.br_startoff, &p.bp_right);
+	} else {
+		error = sx_bmap_delete_at(&fc, got.br_startoff);
+	}
+	if (error)
+		goto out;
+	*removed = p.bp_mid;
+	ip->i_nblocks -= p.bp_mid.br_blockcount;
+	error = sx_inode_log(tp, ip);
+out:
+	sx_fork_cur_release(&fc);
+	return error;
+}
+
+/*
+ * Give the middle piece of @got (per @p) its new state, merging it with
+ * the mapping before (@prev) or after (@next) when it now continues them.
+ */
+static int sx_bmap_restate(struct sx_fork_cur *fc, const struct sx_bmap_irec *got,
+			   struct sx_bmap_pieces *p,
+			   const struct sx_bmap_irec *prev, bool have_prev,
+			   const struct sx_bmap_irec *next, bool have_next)
+{
+	struct sx_bmap_irec m = p->bp_mid;
+	bool has_left = p->bp_left.br_blockcount != 0;
+	bool has_right = p->bp_right.br_blockcount != 0;
+	bool merge_prev = !has_left && have_prev && sx_bmap_contiguous(prev, &m);
+	bool merge_next;
+	int error;
+
+	if (merge_prev) {
+		m.br_startoff = prev->br_startoff;
+		m.br_startblock = prev->br_startblock;
+		m.br_blockcount += prev->br_blockcount;
+	}
+	merge_next = !has_right && have_next && sx_bmap_contiguous(&m, next);
+	if (merge_next) {
+		m.br_blockcount += next->br_blockcount;
+		error = sx_bmap_delete_at(fc, next->br_startoff);
+		if (error)
+			return error;
+	}
+	if (merge_prev) {
+		error = sx_bmap_update_at(fc, prev->br_startoff, &m);
+		if (error)
+			return error;
+		/* what is left of got is its right piece, or nothing */
+		if (has_right)
+			return sx_bmap_update_at(fc, got->br_startoff, &p->bp_right);
+		return sx_bmap_delete_at(fc, got->br_startoff);
+	}
+	if (has_left) {
+		error = sx_bmap_update_at(fc, got->br_startoff, &p->bp_left);
+		if (!error)
+			error = sx_bmap_insert(fc, &m);
+	} else {
+		/* m starts where got did */
+		error = sx_bmap_update_at(fc, got->br_startoff, &m);
+	}
+	if (!error && has_right)
+		error = sx_bmap_insert(fc, &p->bp_right);
+	return error;
+}
+
+/* Change the state of the first piece in range whose state differs. */
+int sx_bmap_set_state_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+			  u32 state, struct sx_bmap_irec *changed)
+{
+	struct sx_bmap_irec got, prev = { 0 }, next = { 0 };
+	bool found, have_prev = false, have_next = false;
+	struct sx_bmap_pieces p;
+	struct sx_fork_cur fc;
+	u64 end = off + len;
+	int error;
+
+	if (state & ~SX_BMAP_UNWRITTEN)
+		return -EINVAL;
+	if (end < off)
+		end = ~0ull;
+	changed->br_startoff = off;
+	changed->br_startblock = SX_HOLE;
+	changed->br_blockcount = 0;
+	changed->br_state = 0;
+	if (len == 0)
+		return 0;
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_first_in(&fc, off, end, &got, &found);
+	while (!error && found && got.br_state == state) {
+		if (sx_bmap_end(&got) >= end) {
+			found = false;
+			break;
+		}
+		error = sx_bmap_next_rec(&fc, &got, &found);
+		if (!error && found && got.br_startoff >= end)
+			found = false;
+	}
+	if (error || !found)
+		goto out;
+	sx_bmap_split(&got, off, end, &p);
+	p.bp_mid.br_state = state;
+	/* the neighbours the changed piece may now continue */
+	if (!p.bp_right.br_blockcount) {
+		error = sx_bmap_next_rec(&fc, &next, &have_next);
+		if (!error)
+			error = sx_bmap_seek(&fc, got.br_startoff);
+	}
+	if (!error && !p.bp_left.br_blockcount)
+		error = sx_bmap_prev_rec(&fc, &prev, &have_prev);
+	if (error)
+		goto out;
+	error = sx_bmap_restate(&fc, &got, &p, &prev, have_prev, &next, have_next);
+	if (error)
+		goto out;
+	*changed = p.bp_mid;
+	error = sx_inode_log(tp, ip);
+out:
+	sx_fork_cur_release(&fc);
+	return error;
+}

@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * swapext io IMAGE -c CMD [-c CMD]...: mount IMAGE and run file commands
+ * in order, like xfs_io, on a current file.  The first command that fails
+ * stops the run with "swapext: CMD: strerror" and exit status 1.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tool.h"
+
+#define IO_MAX_ARGS	8
+#define IO_MAX_FILES	64
+#define IO_CHUNK	(1u << 20)
+
+/* An open file of the run. */
+struct io_file {
+	int	f_fd;
+	char	f_name[SX_NAME_MAX + 16];
+};
+
+/* The state of a run. */
+struct io_state {
+	struct sx_mount	*s_mp;
+	struct io_file	s_files[IO_MAX_FILES];
+	int		s_nfiles;
+	int		s_cur;			/* index into s_files, or -1 */
+	bool		s_shutdown;
+};
+
+/* One command: its name, arguments, and what it does. */
+struct io_cmd {
+	const char	*c_name;
+	int		c_minargs;
+	int		c_maxargs;
+	bool		c_needs_file;
+	int		(*c_fn)(struct io_state *s, int argc, char **argv);
+	const char	*c_usage;
+};
+
+/* The current descriptor. */
+static int io_fd(const struct io_state *s)
+{
+	return s->s_files[s->s_cur].f_fd;
+}
+
+/* Parse a byte count or offset with k/m/g/t suffixes. */
+static int io_num(const char *arg, u64 *v)
+{
+	return tool_parse_size(arg, v);
+}
+
+/* Remember a newly opened descriptor and make it the current file. */
+static int io_add_file(struct io_state *s, int fd, const char *name)
+{
+	if (s->s_nfiles == IO_MAX_FILES) {
+		sx_close(s->s_mp, fd);
+		return -EMFILE;
+	}
+	s->s_files[s->s_nfiles].f_fd = fd;
+	snprintf(s->s_files[s->s_nfiles].f_name, sizeof(s->s_files[0].f_name), "%s", name);
+	s->s_cur = s->s_nfiles++;
+	return 0;
+}
+
+/* create NAME */
+static int io_create(struct io_state *s, int argc, char **argv)
+{
+	int fd, error;
+
+	error = sx_create(s->s_mp, argv[1], SX_IFREG | 0644, &fd);
+	return error ? error : io_add_file(s, fd, argv[1]);
+}
+
+/* open NAME */
+static int io_open(struct io_state *s, int argc, char **argv)
+{
+	int fd, error;
+
+	error = sx_open(s->s_mp, argv[1], &fd);
+	return error ? error : io_add_file(s, fd, argv[1]);
+}
+
+/* tmpfile */
+static int io_tmpfile(struct io_state *s, int argc, char **argv)
+{
+	int fd, error;
+
+	error = sx_open_tmpfile(s->s_mp, SX_IFREG | 0600, &fd);
+	return error ? error : io_add_file(s, fd, "(tmpfile)");
+}
+
+/* link NAME: give the current file a name */
+static int io_link(struct io_state *s, int argc, char **argv)
+{
+	int error = sx_link(s->s_mp, io_fd(s), argv[1]);
+
+	if (!error && !strcmp(s->s_files[s->s_cur].f_name, "(tmpfile)"))
+		snprintf(s->s_files[s->s_cur].f_name, sizeof(s->s_files[0].f_name), "%s",
+			 argv[1]);
+	return error;
+}
+
+/* unlink NAME */
+static int io_unlink(struct io_state *s, int argc, char **argv)
+{
+	return sx_unlink(s->s_mp, argv[1]);
+}
+
+/* rename OLD NEW */
+static int io_rename(struct io_state *s, int argc, char **argv)
+{
+	return sx_rename(s->s_mp, argv[1], argv[2]);
+}
+
+/* close: close the current file; the one opened before it becomes current */
+static int io_close(struct io_state *s, int argc, char **argv)
+{
+	int error = sx_close(s->s_mp, io_fd(s));
+
+	memmove(&s->s_files[s->s_cur], &s->s_files[s->s_cur + 1],
+		(size_t)(s->s_nfiles - s->s_cur - 1) * sizeof(s->s_files[0]));
+	s->s_nfiles--;
+	s->s_cur = s->s_nfiles - 1;
+	return error;
+}
+
+/* pwrite [-S BYTE] OFF LEN: write LEN bytes of BYTE (default 0xcd) at OFF */
+static int io_pwrite(struct io_state *s, int argc, char **argv)
+{
+	u64 off, len, done = 0, n;
+	unsigned long pat = 0xcd;
+	char *end;
+	u8 *buf;
+	s64 r;
+	int i = 1, error;
+
+	if (argc > 1 && !strcmp(argv[1], "-S")) {
+		if (argc < 3)
+			return -EINVAL;
+		pat = strtoul(argv[2], &end, 0);
+		if (*end || pat > 0xff)
+			return -EINVAL;
+		i = 3;
+	}
+	if (argc - i != 2)
+		return -EINVAL;
+	error = io_num(argv[i], &off);
+	if (!error)
+		error = io_num(argv[i + 1], &len);
+	if (error)
+		return error;
+	buf = malloc(IO_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, (int)pat, IO_CHUNK);
+	while (done < len) {
+		n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+		r = sx_pwrite(s->s_mp, io_fd(s), buf, n, off + done);
+		if (r < 0) {
+			error = (int)r;
+			break;
+		}
+		if (r == 0) {
+			error = -EIO;		/* no progress and no error: never loop */
+			break;
+		}
+		/* a short write is followed by the call that says why */
+		done += (u64)r;
+	}
+	free(buf);
+	printf("wrote %llu/%llu bytes at offset %llu\n", (unsigned long long)done,
+	       (unsigned long long)len, (unsigned long long)off);
+	return error;
+}
+
+/* Print @len bytes read at @off as xfs_io's pread -v does. */
+static void io_dump(const u8 *buf, u64 len, u64 off)
+{
+	u64 i, j;
+
+	for (i = 0; i < len; i += 16) {
+		printf("%08llx: ", (unsigned long long)(off + i));
+		for (j = i; j < i + 16; j++) {
+			if (j < len)
+				printf(" %02x", buf[j]);
+			else
+				printf("   ");
+		}
+		printf("  ");
+		for (j = i; j < i + 16 && j < len; j++)
+			putchar(isprint(buf[j]) ? buf[j] : '.');
+		putchar('\n');
+	}
+}
+
+/* pread [-v] OFF LEN */
+static int io_pread(struct io_state *s, int argc, char **argv)
+{
+	bool verbose = argc > 1 && !strcmp(argv[1], "-v");
+	int i = verbose ? 2 : 1, error;
+	u64 off, len, done = 0, n;
+	u8 *buf;
+	s64 r;
+
+	if (argc - i != 2)
+		return -EINVAL;
+	error = io_num(argv[i], &off);
+	if (!error)
+		error = io_num(argv[i + 1], &len);
+	if (error)
+		return error;
+	buf = malloc(IO_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	while (done < len) {
+		n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+		r = sx_pread(s->s_mp, io_fd(s), buf, n, off + done);
+		if (r < 0) {
+			error = (int)r;
+			break;
+		}
+		if (verbose)
+			io_dump(buf, (u64)r, off + done);
+		done += (u64)r;
+		if ((u64)r < n)
+			break;			/* end of file */
+	}
+	free(buf);
+	if (!error)
+		printf("read %llu/%llu bytes at offset %llu\n", (unsigned long long)done,
+		       (unsigned long long)len, (unsigned long long)off);
+	return error;
+}
+
+/* truncate SIZE */
+static int io_truncate(struct io_state *s, int argc, char **argv)
+{
+	u64 size;
+	int error = io_num(argv[1], &size);
+
+	return error ? error : sx_truncate(s->s_mp, io_fd(s), size);
+}
+
+/* Parse the OFF LEN arguments of falloc and fpunch. */
+static int io_range(char **argv, u64 *off, u64 *len)
+{
+	int error = io_num(argv[1], off);
+
+	return error ? error : io_num(argv[2], len);
+}
+
+/* falloc OFF LEN */
+static int io_falloc(struct io_state *s, int argc, char **argv)
+{
+	u64 off, len;
+	int error = io_range(argv, &off, &len);
+
+	return error ? error : sx_fallocate(s->s_mp, io_fd(s), off, len);
+}
+
+/* fpunch OFF LEN */
+static int io_fpunch(struct io_state *s, int argc, char **argv)
+{
+	u64 off, len;
+	int error = io_range(argv, &off, &len);
+
+	return error ? error : sx_punch(s->s_mp, io_fd(s), off, len);
+}
+
+/* fsync */
+static int io_fsync(struct io_state *s, int argc, char **argv)
+{
+	return sx_fsync(s->s_mp, io_fd(s));
+}
+
+/* clone SRC: the current file shares all of SRC's blocks */
+static int io_clone(struct io_state *s, int argc, char **argv)
+{
+	int src, error;
+
+	error = sx_open(s->s_mp, argv[1], &src);
+	if (error)
+		return error;
+	error = sx_clone(s->s_mp, io_fd(s), src);
+	sx_close(s->s_mp, src);
+	return error;
+}
+
+/* clonerange SRC SRCOFF DSTOFF LEN */
+static int io_clonerange(struct io_state *s, int argc, char **argv)
+{
+	u64 soff, doff, len;
+	int src, error;
+
+	error = io_num(argv[2], &soff);
+	if (!error)
+		error = io_num(argv[3], &doff);
+	if (!error)
+		error = io_num(argv[4], &len);
+	if (error)
+		return error;
+	error = sx_open(s->s_mp, argv[1], &src);
+	if (error)
+		return error;
+	error = sx_clone_range(s->s_mp, io_fd(s), doff, src, soff, len);
+	sx_close(s->s_mp, src);
+	return error;
+}
+
+/* Print a timestamp in ns as seconds.nanoseconds. */
+static void io_print_time(const char *what, s64 ns)
+{
+	s64 sec = ns / 1000000000, rem = ns % 1000000000;
+
+	if (rem < 0) {
+		rem += 1000000000;
+		sec--;
+	}
+	printf("stat.%s = %lld.%09lld\n", what, (long long)sec, (long long)rem);
+}
+
+/* stat */
+static int io_stat(struct io_state *s, int argc, char **argv)
+{
+	struct sx_stat st;
+	char flags[64] = "";
+	int error = sx_fstat(s->s_mp, io_fd(s), &st);
+
+	if (error)
+		return error;
+	if (st.st_flags & SX_DIFLAG_REFLINK)
+		strcat(flags, "reflink,");
+	if (st.st_flags & SX_DIFLAG_IMMUTABLE)
+		strcat(flags, "immutable,");
+	if (st.st_flags & SX_DIFLAG_APPEND)
+		strcat(flags, "append,");
+	if (st.st_flags & SX_DIFLAG_SWAPFILE)
+		strcat(flags, "swapfile,");
+	if (flags[0])
+		flags[strlen(flags) - 1] = '\0';
+	else
+		strcpy(flags, "none");
+	printf("fd.path = \"%s\"\n", s->s_files[s->s_cur].f_name);
+	printf("stat.ino = %llu\n", (unsigned long long)st.st_ino);
+	printf("stat.gen = %llu\n", (unsigned long long)st.st_gen);
+	printf("stat.type = %s\n", (st.st_mode & SX_IFMT) == SX_IFDIR ? "directory" :
+	       "regular file");
+	printf("stat.mode = 0%o\n", st.st_mode & 07777);
+	printf("stat.nlink = %u\n", st.st_nlink);
+	printf("stat.uid = %u\n", st.st_uid);
+	printf("stat.gid = %u\n", st.st_gid);
+	printf("stat.size = %llu\n", (unsigned long long)st.st_size);
+	printf("stat.blocks = %llu\n", (unsigned long long)st.st_blocks);
+	printf("stat.blksize = %u\n", st.st_blksize);
+	printf("stat.flags = %s\n", flags);
+	io_print_time("atime", st.st_atime_ns);
+	io_print_time("mtime", st.st_mtime_ns);
+	io_print_time("ctime", st.st_ctime_ns);
+	return 0;
+}
+
+/*
+ * bmap [-v]: the file's mappings and holes up to EOF in 512-byte units, as
+ * xfs_io prints them; -v adds the flags of each.
+ */
+static int io_bmap(struct io_state *s, int argc, char **argv)
+{
+	bool verbose = argc > 1 && !strcmp(argv[1], "-v");
+	struct sx_extent *ext;
+	struct sx_stat st;
+	u32 n, i, count;
+	u64 pos = 0, end;
+	int error, k = 0;
+
+	if (argc > 1 && !verbose)
+		return -EINVAL;
+	error = sx_fstat(s->s_mp, io_fd(s), &st);
+	if (!error)
+		error = sx_fiemap(s->s_mp, io_fd(s), 0, ~0ull, NULL, 0, &count);
+	if (error)
+		return error;
+	ext = calloc(count ? count : 1, sizeof(*ext));
+	if (!ext)
+		return -ENOMEM;
+	error = sx_fiemap(s->s_mp, io_fd(s), 0, ~0ull, ext, count, &n);
+	if (error)
+		goto out;
+	end = (st.st_size + st.st_blksize - 1) / st.st_blksize * st.st_blksize;
+	printf("%s:\n", s->s_files[s->s_cur].f_name);
+	if (verbose)
+		printf(" EXT: FILE-OFFSET      BLOCK-RANGE      TOTAL FLAGS\n");
+	for (i = 0; i <= n; i++) {
+		u64 eoff = i < n ? ext[i].ex_off : end;
+
+		if (eoff > pos) {
+			if (verbose)
+				printf(" %3d: [%llu..%llu]: hole %llu\n", k, (unsigned long long)(pos >> 9),
+				       (unsigned long long)((eoff >> 9) - 1),
+				       (unsigned long long)((eoff - pos) >> 9));
+			else
+				printf("\t%d: [%llu..%llu]: hole\n", k, (unsigned long long)(pos >> 9),
+				       (unsigned long long)((eoff >> 9) - 1));
+			k++;
+		}
+		if (i == n)
+			break;
+		if (verbose)
+			printf(" %3d: [%llu..%llu]: %llu..%llu %llu %s%s%s\n", k,
+			       (unsigned long long)(ext[i].ex_off >> 9),
+			       (unsigned long long)(((ext[i].ex_off + ext[i].ex_len) >> 9) - 1),
+			       (unsigned long long)(ext[i].ex_physical >> 9),
+			       (unsigned long long)(((ext[i].ex_physical + ext[i].ex_len) >> 9) - 1),
+			       (unsigned long long)(ext[i].ex_len >> 9),
+			       ext[i].ex_flags & SX_EXTENT_UNWRITTEN ? "unwritten" : "",
+			       (ext[i].ex_flags & SX_EXTENT_UNWRITTEN) &&
+			       (ext[i].ex_flags & SX_EXTENT_SHARED) ? "," : "",
+			       ext[i].ex_flags & SX_EXTENT_SHARED ? "shared" :
+			       (ext[i].ex_flags & SX_EXTENT_UNWRITTEN ? "" : "-"));
+		else
+			printf("\t%d: [%llu..%llu]: %llu..%llu\n", k,
+			       (unsigned long long)(ext[i].ex_off >> 9),
+			       (unsigned long long)(((ext[i].ex_off + ext[i].ex_len) >> 9) - 1),
+			       (unsigned long long)(ext[i].ex_physical >> 9),
+			       (unsigned long long)(((ext[i].ex_physical + ext[i].ex_len) >> 9) - 1));
+		k++;
+		pos = ext[i].ex_off + ext[i].ex_len;
+	}
+	if (k == 0)
+		printf("\tno extents\n");
+out:
+	free(ext);
+	return error;
+}
+
+/* md5: the MD5 of the file's contents, like md5sum prints it */
+static int io_md5(struct io_state *s, int argc, char **argv)
+{
+	struct tool_md5 m;
+	struct sx_stat st;
+	u8 digest[16], *buf;
+	u64 off = 0;
+	s64 r;
+	int error, i;
+
+	error = sx_fstat(s->s_mp, io_fd(s), &st);
+	if (error)
+		return error;
+	buf = malloc(IO_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	tool_md5_init(&m);
+	while (off < st.st_size) {
+		r = sx_pread(s->s_mp, io_fd(s), buf, IO_CHUNK, off);
+		if (r < 0) {
+			error = (int)r;
+			break;
+		}
+		if (r == 0)
+			break;
+		tool_md5_update(&m, buf, (size_t)r);
+		off += (u64)r;
+	}
+	free(buf);
+	if (error)
+		return error;
+	tool_md5_final(&m, digest);
+	for (i = 0; i < 16; i++)
+		printf("%02x", digest[i]);
+	printf("  %s\n", s->s_files[s->s_cur].f_name);
+	return 0;
+}
+
+/* One name of ls. */
+static int io_ls_one(void *arg, const char *name, u64 ino)
+{
+	printf("%llu %s\n", (unsigned long long)ino, name);
+	return 0;
+}
+
+/* ls: every name in the root directory, with its inode number */
+static int io_ls(struct io_state *s, int argc, char **argv)
+{
+	return sx_readdir(s->s_mp, io_ls_one, NULL);
+}
+
+/* shutdown: stop all I/O at once, without flushing the log */
+static int io_shutdown(struct io_state *s, int argc, char **argv)
+{
+	sx_shutdown(s->s_mp);
+	s->s_shutdown = true;
+	return 0;
+}
+
+static const struct io_cmd io_cmds[] = {
+	{ "create", 1, 1, false, io_create, "create NAME" },
+	{ "open", 1, 1, false, io_open, "open NAME" },
+	{ "tmpfile", 0, 0, false, io_tmpfile, "tmpfile" },
+	{ "link", 1, 1, true, io_link, "link NAME" },
+	{ "unlink", 1, 1, false, io_unlink, "unlink NAME" },
+	{ "rename", 2, 2, false, io_rename, "rename OLD NEW" },
+	{ "close", 0, 0, true, io_close, "close" },
+	{ "pwrite", 2, 4, true, io_pwrite, "pwrite [-S BYTE] OFF LEN" },
+	{ "pread", 2, 3, true, io_pread, "pread [-v] OFF LEN" },
+	{ "truncate", 1, 1, true, io_truncate, "truncate SIZE" },
+	{ "falloc", 2, 2, true, io_falloc, "falloc OFF LEN" },
+	{ "fpunch", 2, 2, true, io_fpunch, "fpunch OFF LEN" },
+	{ "fsync", 0, 0, true, io_fsync, "fsync" },
+	{ "clone", 1, 1, true, io_clone, "clone SRC" },
+	{ "clonerange", 4, 4, true, io_clonerange, "clonerange SRC SRCOFF DSTOFF LEN" },
+	{ "stat", 0, 0, true, io_stat, "stat" },
+	{ "bmap", 0, 1, true, io_bmap, "bmap [-v]" },
+	{ "md5", 0, 0, true, io_md5, "md5" },
+	{ "ls", 0, 0, false, io_ls, "ls" },
+	{ "shutdown", 0, 0, false, io_shutdown, "shutdown" },
+};
+
+/* Split @line into words (in place); returns the count, -1 if too many. */
+static int io_split(char *line, char **argv)
+{
+	int argc = 0;
+	char *p = line;
+
+	for (;;) {
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			return argc;
+		if (argc == IO_MAX_ARGS)
+			return -1;
+		argv[argc++] = p;
+		while (*p && !isspace((unsigned char)*p))
+			p++;
+		if (*p)
+			*p++ = '\0';
+	}
+}
+
+/* Run one command; returns 0 or the exit status after printing the error. */
+static int io_run(struct io_state *s, const char *text)
+{
+	char line[1024], *argv[IO_MAX_ARGS];
+	const struct io_cmd *c = NULL;
+	size_t i;
+	int argc, error;
+
+	snprintf(line, sizeof(line), "%s", text);
+	argc = io_split(line, argv);
+	if (argc == 0)
+		return tool_fail("empty command");
+	if (argc < 0)
+		return tool_fail("%s: too many arguments", text);
+	for (i = 0; i < ARRAY_SIZE(io_cmds); i++)
+		if (!strcmp(argv[0], io_cmds[i].c_name))
+			c = &io_cmds[i];
+	if (!c)
+		return tool_fail("%s: unknown command", argv[0]);
+	if (argc - 1 < c->c_minargs || argc - 1 > c->c_maxargs) {
+		tool_fail("%s: usage: %s", argv[0], c->c_usage);
+		return 1;
+	}
+	if (c->c_needs_file && s->s_cur < 0)
+		return tool_error(-EBADF, "%s", argv[0]);
+	error = c->c_fn(s, argc, argv);
+	if (error)
+		return tool_error(error, "%s", argv[0]);
+	return 0;
+}
+
+/* Mount IMAGE and run the -c commands in order. */
+int cmd_io(int argc, char **argv)
+{
+	struct sx_mount_opts mo = { .mo_name = "io" };
+	struct io_state s = { .s_cur = -1 };
+	const char *image = NULL;
+	const char **cmds;
+	struct sx_bdev *bd;
+	int ncmds = 0, i, status = 0, error;
+
+	cmds = calloc((size_t)argc, sizeof(*cmds));
+	if (!cmds)
+		return tool_error(-ENOMEM, "io");
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-c")) {
+			if (i + 1 == argc) {
+				free(cmds);
+				return tool_usage("io");
+			}
+			cmds[ncmds++] = argv[++i];
+		} else if (argv[i][0] == '-' || image) {
+			free(cmds);
+			tool_fail("io: unexpected argument '%s'", argv[i]);
+			return tool_usage("io");
+		} else {
+			image = argv[i];
+		}
+	}
+	if (!image) {
+		free(cmds);
+		return tool_usage("io");
+	}
+	error = sx_filedev_open(image, 0, 0, &bd);
+	if (error) {
+		free(cmds);
+		return tool_error(error, "io: cannot open %s", image);
+	}
+	error = sx_mount(bd, &mo, &s.s_mp);
+	if (error) {
+		sx_bdev_destroy(bd);
+		free(cmds);
+		return tool_error(error, "io: cannot mount %s", image);
+	}
+	for (i = 0; i < ncmds && !status; i++)
+		status = io_run(&s, cmds[i]);
+	fflush(stdout);
+	/* close what is open (a tmpfile's last close frees it) and unmount */
+	for (i = s.s_nfiles - 1; i >= 0; i--) {
+		error = sx_close(s.s_mp, s.s_files[i].f_fd);
+		if (error && !s.s_shutdown && !status)
+			status = tool_error(error, "close");
+	}
+	error = sx_unmount(s.s_mp);
+	if (error && !s.s_shutdown && !status)
+		status = tool_error(error, "io: unmount");
+	sx_bdev_destroy(bd);
+	free(cmds);
+	return status;
+}
