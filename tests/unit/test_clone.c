@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include "sxtest.h"
 #include "inode.h"
+#include "file.h"
 #include "refcount.h"
 #include "reflink.h"
 
