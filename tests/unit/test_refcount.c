@@ -24,6 +24,8 @@
 #include "defer.h"
 #include "refcount.h"
 #include "reflink.h"
+#include "file.h"
+#include <swapext/device.h>
 
 #define MIB		(1ull << 20)
 #define NB		3000		/* blocks in the test region */
@@ -505,6 +507,278 @@ static void test_refc_verifier(void **state)
 	sx_bdev_destroy(bd);
 }
 
+
+/* ---------------------------------------------------------------- crashes */
+
+#define CRASH_OPS	10
+
+/* The ops of the crash workload: (start, len, op) from the seed. */
+static void crash_plan(u64 seed, const struct region *start, u64 (*plan)[3])
+{
+	static struct region m;
+	u32 i;
+
+	m = *start;
+	for (i = 0; i < CRASH_OPS; i++) {
+		u64 s, l, b;
+		int op = i % 3 == 2 ? SX_CUI_DECREASE : SX_CUI_INCREASE;
+
+		while (!pick_range(&m, &seed, 400, &s, &l))
+			;
+		for (b = s; b < s + l && op == SX_CUI_INCREASE; b++)
+			if (m.model[b] >= 12)
+				op = SX_CUI_DECREASE;
+		plan[i][0] = s;
+		plan[i][1] = l;
+		plan[i][2] = op;
+		for (b = s; b < s + l; b++)
+			m.model[b] += op == SX_CUI_INCREASE ? 1 : -1;
+	}
+}
+
+/*
+ * Power cut at every write of a workload of long CUI chains (many steps,
+ * each relogged), one sync after each: recovery must finish or drop each
+ * chain whole, so the tree is exactly the model before or after the op the
+ * cut fell in.
+ */
+static void test_cui_crash(void **state)
+{
+	static struct region start, rg;
+	static u32 models[CRASH_OPS + 1][NB];
+	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	u64 plan[CRASH_OPS][3], seed = seed0 ^ 0xc0ffee, w, nwrites = 0;
+	struct sx_bdev *bd, *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_crashdev_stats st;
+	struct region *r0 = new_region(&bd, 1024);
+	u32 i, m, points = 0;
+
+	random_ops(r0, &seed, 300, false, 0);
+	start = *r0;
+	assert_int_equal(sx_unmount(r0->mp), 0);
+	crash_plan(seed, &start, plan);
+	sxt_quiet();
+	for (w = 1; nwrites == 0 || w <= nwrites; w++) {
+		for (m = 0; m < 3; m++) {
+			int done = 0, durable = 0, error = 0, j, match = -1;
+
+			img = sxt_bdev_copy(bd);
+			assert_int_equal(sx_crashdev_create(img, w * 3 + m, &cbd, &cd), 0);
+			if (nwrites)
+				sx_crashdev_cut_at_write(cd, w, modes[m]);
+			rg = start;
+			memcpy(models[0], start.model, sizeof(models[0]));
+			rg.mp = NULL;
+			error = sx_mount(cbd, NULL, &rg.mp);
+			for (i = 0; !error && i < CRASH_OPS; i++) {
+				error = region_adjust_later(&rg, plan[i][0], plan[i][1], (int)plan[i][2]);
+				memcpy(models[i + 1], models[i], sizeof(models[0]));
+				{
+					u64 b;
+
+					for (b = plan[i][0]; b < plan[i][0] + plan[i][1]; b++)
+						models[i + 1][b] += plan[i][2] == SX_CUI_INCREASE ? 1 : -1;
+				}
+				done = i + 1;
+				if (!error)
+					error = sx_sync(rg.mp);
+				if (!error)
+					durable = i + 1;
+			}
+			if (rg.mp)
+				sx_unmount(rg.mp);
+			sx_crashdev_get_stats(cd, &st);
+			sx_bdev_destroy(cbd);
+			if (!nwrites) {
+				/* the uncut run counts the writes */
+				assert_int_equal(error, 0);
+				nwrites = st.cs_writes;
+				sx_bdev_destroy(img);
+				break;
+			}
+			assert_true(error != 0);
+			rg.mp = sxt_mount(img);
+			for (j = durable; j <= done && match < 0; j++) {
+				memcpy(rg.model, models[j], sizeof(rg.model));
+				if (region_matches(&rg))
+					match = j;
+			}
+			if (match < 0)
+				fprintf(stderr, "write %llu mode %u: no state in [%d, %d]\n",
+					(unsigned long long)w, m, durable, done);
+			assert_true(match >= 0);
+			assert_int_equal(sx_unmount(rg.mp), 0);
+			sx_bdev_destroy(img);
+			points++;
+		}
+	}
+	assert_true(points >= 30);
+	sx_bdev_destroy(bd);
+}
+
+/* The mapping of file block @off of @ip: its block, or 0 for a hole. */
+static u64 map_at(struct sx_inode *ip, u64 off)
+{
+	struct sx_bmap_irec irec;
+
+	assert_int_equal(sx_bmap_lookup(NULL, ip, off, &irec), 0);
+	if (irec.br_startblock == SX_HOLE)
+		return 0;
+	return irec.br_startblock + (off - irec.br_startoff);
+}
+
+/* Queue BUI/CUI work of one op on a fresh transaction and finish it. */
+static int bui_op(struct sx_mount *mp, struct sx_inode *ip, int op, u64 off, u64 len, u64 bno)
+{
+	struct sx_bmap_irec irec = { .br_startoff = off, .br_startblock = bno,
+				     .br_blockcount = (u32)len };
+	struct sx_trans *tp;
+	int error;
+
+	error = sx_trans_alloc(mp, 65536, 0, &tp);
+	if (error)
+		return error;
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	if (op == 0) {
+		error = sx_bmap_map_later(tp, ip, &irec);
+	} else if (op == 1) {
+		error = sx_refcount_increase_later(tp, bno, len);
+		if (!error)
+			error = sx_bmap_map_later(tp, ip, &irec);
+	} else {
+		error = sx_bmap_unmap_later(tp, ip, off, len, 0);
+	}
+	if (!error)
+		error = sx_defer_finish(&tp);
+	if (!error)
+		error = sx_trans_commit(tp);
+	else
+		sx_trans_cancel(tp);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	return error;
+}
+
+/*
+ * BUI chains: map a region's blocks into a file, share them at a second
+ * offset (CUI increase + BUI map), unmap ranges (BUI unmap, CUI decrease,
+ * freeing); a power cut at every write, and after recovery the file's map
+ * and the refcounts are those before or after the op the cut fell in.
+ */
+static void test_bui_crash(void **state)
+{
+	static struct region rg;
+	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	/* op, file offset, length, region block */
+	static const u64 plan[][4] = {
+		{ 0, 0, 40, 0 }, { 0, 100, 20, 100 }, { 1, 200, 30, 5 }, { 1, 300, 10, 10 },
+		{ 2, 10, 100, 0 }, { 2, 200, 50, 0 }, { 2, 0, 400, 0 },
+	};
+	enum { NPLAN = ARRAY_SIZE(plan) };
+	static u32 models[NPLAN + 1][NB];
+	static u64 maps[NPLAN + 1][400];
+	struct sx_bdev *bd, *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_crashdev_stats st;
+	struct region *r0 = new_region(&bd, 1024);
+	struct sx_inode *ip;
+	u64 ino, w, nwrites = 0, b;
+	u32 i, m, j, points = 0;
+	int fd;
+
+	/* the model: mapping of each file block and count of each region block */
+	memcpy(models[0], r0->model, sizeof(models[0]));
+	memset(maps[0], 0, sizeof(maps[0]));
+	for (i = 0; i < NPLAN; i++) {
+		memcpy(models[i + 1], models[i], sizeof(models[0]));
+		memcpy(maps[i + 1], maps[i], sizeof(maps[0]));
+		for (b = 0; b < plan[i][2]; b++) {
+			u64 off = plan[i][1] + b;
+
+			if (plan[i][0] == 2) {
+				if (off < 400 && maps[i + 1][off]) {
+					models[i + 1][maps[i + 1][off] - 1]--;
+					maps[i + 1][off] = 0;
+				}
+				continue;
+			}
+			maps[i + 1][off] = plan[i][3] + b + 1;
+			if (plan[i][0] == 1)
+				models[i + 1][plan[i][3] + b]++;
+		}
+	}
+	assert_int_equal(sx_create(r0->mp, "bui", 0644, &fd), 0);
+	assert_int_equal(sx_fd_get(r0->mp, fd, &ip), 0);
+	ino = ip->i_ino;
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_close(r0->mp, fd), 0);
+	rg = *r0;
+	assert_int_equal(sx_unmount(r0->mp), 0);
+	sxt_quiet();
+	for (w = 1; nwrites == 0 || w <= nwrites; w++) {
+		for (m = 0; m < 3; m++) {
+			int done = 0, durable = 0, error, match = -1, k;
+			bool have_ip = false;
+
+			img = sxt_bdev_copy(bd);
+			assert_int_equal(sx_crashdev_create(img, w * 7 + m, &cbd, &cd), 0);
+			if (nwrites)
+				sx_crashdev_cut_at_write(cd, w, modes[m]);
+			rg.mp = NULL;
+			error = sx_mount(cbd, NULL, &rg.mp);
+			if (!error)
+				error = sx_iget(rg.mp, ino, 0, &ip);
+			have_ip = !error;
+			for (i = 0; !error && i < NPLAN; i++) {
+				error = bui_op(rg.mp, ip, (int)plan[i][0], plan[i][1], plan[i][2],
+					       rg.base + plan[i][3]);
+				done = i + 1;
+				if (!error)
+					error = sx_sync(rg.mp);
+				if (!error)
+					durable = i + 1;
+			}
+			if (have_ip)
+				sx_irele(ip);
+			if (rg.mp)
+				sx_unmount(rg.mp);
+			sx_crashdev_get_stats(cd, &st);
+			sx_bdev_destroy(cbd);
+			if (!nwrites) {
+				assert_int_equal(error, 0);
+				nwrites = st.cs_writes;
+				sx_bdev_destroy(img);
+				break;
+			}
+			assert_true(error != 0);
+			rg.mp = sxt_mount(img);
+			assert_int_equal(sx_iget(rg.mp, ino, 0, &ip), 0);
+			for (k = durable; k <= done && match < 0; k++) {
+				bool same = true;
+
+				for (j = 0; j < 400 && same; j++) {
+					u64 want = maps[k][j] ? rg.base + maps[k][j] - 1 : 0;
+
+					same = map_at(ip, j) == want;
+				}
+				memcpy(rg.model, models[k], sizeof(rg.model));
+				if (same && region_matches(&rg))
+					match = k;
+			}
+			if (match < 0)
+				fprintf(stderr, "write %llu mode %u: no state in [%d, %d]\n",
+					(unsigned long long)w, m, durable, done);
+			assert_true(match >= 0);
+			assert_int_equal(sx_irele(ip), 0);
+			assert_int_equal(sx_unmount(rg.mp), 0);
+			sx_bdev_destroy(img);
+			points++;
+		}
+	}
+	assert_true(points >= 30);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -513,6 +787,8 @@ int main(void)
 		cmocka_unit_test(test_refc_drain),
 		cmocka_unit_test(test_refc_bad_ranges),
 		cmocka_unit_test(test_refc_verifier),
+		cmocka_unit_test(test_cui_crash),
+		cmocka_unit_test(test_bui_crash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
