@@ -54,7 +54,11 @@ int sx_refcount_decrease_later(struct sx_trans *tp, u64 bno, u64 len);
 int sx_refcount_find_shared(struct sx_mount *mp, struct sx_trans *tp, u64 bno, u64 len,
 			    u64 *sbno, u64 *slen);
 
-/** sx_refcount_get() - how many owners block @bno has (1 if no record) */
+/**
+ * sx_refcount_get() - how many owners block @bno has (1 if no record);
+ * takes the fsinfo block's lock, so never call it inside a transaction
+ * that holds it (one that changed refcounts or inodes' allocation)
+ */
 int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count);
 
 /** sx_refcount_res_bytes() - log bytes of one increase or decrease step */

@@ -176,10 +176,12 @@ static int sx_reflink_trans_end(struct sx_inode *dst, struct sx_inode *src,
 	}
 	if (!error)
 		error = sx_defer_finish(&tp);
-	if (!error)
+	if (!error) {
 		error = sx_trans_commit(tp);
-	else
+	} else {
+		sx_defer_cancel(tp);
 		sx_trans_cancel(tp);
+	}
 out_unlock:
 	sx_iunlock_two(src, dst, SX_ILOCK_EXCL);
 	return error;
