@@ -14,23 +14,51 @@ struct sx_trans;
 
 extern const struct sx_btree_ops sx_refcbt_ops;
 
-/** sx_refcount_increase() - [@bno, +@len) gains an owner (clone) */
+/**
+ * sx_refcount_adjust() - up to @max_steps steps (0: all) of an increase
+ * (@op SX_CUI_INCREASE) or decrease (SX_CUI_DECREASE) of [@bno, +@len)
+ * @done: blocks of the range, from @bno, that are done
+ *
+ * A step changes the piece at the front of what is left (part of one
+ * record, or of the gap between two), at most three B+tree changes and one
+ * extent freed, within sx_refcount_res_bytes(); the tree is canonical after
+ * every step.  Return: 0, -EFSCORRUPTED (a range off the data area, a free
+ * block losing an owner), -ENOSPC, -ENOMEM, -EIO.
+ */
+int sx_refcount_adjust(struct sx_trans *tp, u64 bno, u64 len, int op, u32 max_steps,
+		       u64 *done);
+
+/** sx_refcount_increase() - [@bno, +@len) gains an owner (clone), all in @tp */
 int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len);
 
 /**
- * sx_refcount_decrease() - [@bno, +@len) loses an owner (unmap); blocks
- * whose last owner it was are freed (through the free-extent intent)
+ * sx_refcount_decrease() - [@bno, +@len) loses an owner (unmap), all in
+ * @tp; blocks whose last owner it was are freed (through the free-extent
+ * intent)
  */
 int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len);
 
 /**
+ * sx_refcount_increase_later() / sx_refcount_decrease_later() - queue the
+ * change as CUI deferred work on @tp (item_refc.c); finished one step per
+ * transaction by sx_defer_finish(), or by recovery after a crash
+ */
+int sx_refcount_increase_later(struct sx_trans *tp, u64 bno, u64 len);
+int sx_refcount_decrease_later(struct sx_trans *tp, u64 bno, u64 len);
+
+/**
  * sx_refcount_find_shared() - the first shared run inside [@bno, +@len):
  * *@sbno and *@slen (0 if none), for copy-on-write
+ * @tp: the caller's transaction, or NULL
  */
 int sx_refcount_find_shared(struct sx_mount *mp, struct sx_trans *tp, u64 bno, u64 len,
 			    u64 *sbno, u64 *slen);
 
-/** sx_refcount_get() - how many owners block @bno has (1 if no record) */
+/**
+ * sx_refcount_get() - how many owners block @bno has (1 if no record);
+ * takes the fsinfo block's lock, so never call it inside a transaction
+ * that holds it (one that changed refcounts or inodes' allocation)
+ */
 int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count);
 
 /** sx_refcount_res_bytes() - log bytes of one increase or decrease step */

@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Reference counts of shared blocks.
+ *
+ * The refcount B+tree holds one record per run of blocks with the same
+ * number of owners (mappings in files), keyed by the run's first block.
+ * A block with one owner has no record, so a filesystem that never clones
+ * has an empty tree.  Records never overlap, every count is at least 2, and
+ * the tree stays canonical: two adjacent runs with the same count are one
+ * record unless together they would exceed SX_BMAP_MAXLEN blocks.
+ *
+ * An increase or decrease of a range is done in steps (sx_refcount_adjust),
+ * each of which changes the piece at the front of the range: the part of
+ * one record, or of the gap between two records, that lies in the range.
+ * A step makes at most three B+tree changes (a record split in three, or a
+ * merge with both neighbours), so one step fits a small, fixed log
+ * reservation, and the tree is canonical after every step; a caller that
+ * wants the whole range in one transaction loops over the steps.  Blocks
+ * whose last owner goes away are freed.
+ *
+ * The tree's root and height live in the fsinfo block.  Every change reads
+ * that block into the transaction first, so its buffer lock serialises the
+ * tree's writers, and lookups take it too, which keeps a reader from
+ * walking a tree that a writer has half split.
+ */
+#include "util.h"
+#include "refcount.h"
+#include "btree.h"
+#include "buf.h"
+#include "trans.h"
+#include "alloc.h"
+#include "inode.h"
+#include "mount.h"
+
+/* B+tree changes one step makes at most. */
+#define SX_REFC_STEP_OPS	3
+
+/* A record in host byte order. */
+struct sx_refc_irec {
+	u64	rc_start;
+	u32	rc_len;
+	u32	rc_count;
+};
+
+/* The end of a record's run. */
+static inline u64 sx_refc_end(const struct sx_refc_irec *r)
+{
+	return r->rc_start + r->rc_len;
+}
+
+/* The key of an on-disk record. */
+static u64 sx_refcbt_key(const void *rec)
+{
+	return le64_to_cpu(((const struct sx_drefc_rec *)rec)->rc_startblock);
+}
+
+/* Decode an on-disk record. */
+static void sx_refc_decode(const struct sx_drefc_rec *d, struct sx_refc_irec *r)
+{
+	r->rc_start = le64_to_cpu(d->rc_startblock);
+	r->rc_len = le32_to_cpu(d->rc_blockcount);
+	r->rc_count = le32_to_cpu(d->rc_refcount);
+}
+
+/* Encode a record. */
+static void sx_refc_encode(const struct sx_refc_irec *r, struct sx_drefc_rec *d)
+{
+	d->rc_startblock = cpu_to_le64(r->rc_start);
+	d->rc_blockcount = cpu_to_le32(r->rc_len);
+	d->rc_refcount = cpu_to_le32(r->rc_count);
+}
+
+/* A record read from disk: at least two owners, a sane length, on the data area. */
+static int sx_refcbt_verify_rec(struct sx_mount *mp, const void *rec)
+{
+	struct sx_refc_irec r;
+
+	sx_refc_decode(rec, &r);
+	if (SX_IS_CORRUPT(mp, r.rc_count < 2) ||
+	    SX_IS_CORRUPT(mp, r.rc_len == 0 || r.rc_len > SX_BMAP_MAXLEN) ||
+	    SX_IS_CORRUPT(mp, r.rc_start < mp->m_sb.sb_datastart) ||
+	    SX_IS_CORRUPT(mp, r.rc_start >= mp->m_sb.sb_dblocks ||
+			      r.rc_len > mp->m_sb.sb_dblocks - r.rc_start))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* The tree's root moved: record it in the fsinfo block. */
+static int sx_refcbt_set_root(struct sx_btree_cur *cur, u64 root, u32 nlevels)
+{
+	return sx_fsinfo_set_refc_root(cur->bc_tp, root, nlevels);
+}
+
+/* Verifier of refcount B+tree blocks. */
+static int sx_refcbt_verify(struct sx_mount *mp, const void *data)
+{
+	return sx_btree_verify_block(mp, data, &sx_refcbt_ops);
+}
+
+static const struct sx_buf_ops sx_refcbt_buf_ops = {
+	.bo_name = "refcbt",
+	.bo_magic = SX_REFCBT_MAGIC,
+	.bo_verify = sx_refcbt_verify,
+};
+
+const struct sx_btree_ops sx_refcbt_ops = {
+	.bo_name = "refcbt",
+	.bo_magic = SX_REFCBT_MAGIC,
+	.bo_recsize = sizeof(struct sx_drefc_rec),
+	.bo_buf_ops = &sx_refcbt_buf_ops,
+	.bo_key = sx_refcbt_key,
+	.bo_verify_rec = sx_refcbt_verify_rec,
+	.bo_set_root = sx_refcbt_set_root,
+};
+
+/*
+ * Set up a cursor on the tree, its root taken from the fsinfo block, which
+ * stays locked (joined to @tp, or held in *@fibp for a read without a
+ * transaction) while the cursor is used.
+ */
+static int sx_refc_cur_init(struct sx_btree_cur *cur, struct sx_mount *mp,
+			    struct sx_trans *tp, struct sx_buf **fibp)
+{
+	u64 root;
+	u32 nlevels;
+	int error;
+
+	*fibp = NULL;
+	error = sx_fsinfo_get_refc_root(mp, tp, fibp, &root, &nlevels);
+	if (error)
+		return error;
+	sx_btree_cur_init(cur, mp, tp, &sx_refcbt_ops, 0, root, nlevels, NULL);
+	cur->bc_hint = root;
+	return 0;
+}
+
+/* Release a cursor and the fsinfo lock a read without a transaction took. */
+static void sx_refc_cur_release(struct sx_btree_cur *cur, struct sx_buf *fibp)
+{
+	sx_btree_cur_release(cur);
+	if (fibp)
+		sx_buf_relse(fibp);
+}
+
+/* The record at the cursor. */
+static int sx_refc_get(struct sx_btree_cur *cur, struct sx_refc_irec *r)
+{
+	struct sx_drefc_rec d;
+	int error;
+
+	error = sx_btree_get(cur, &d);
+	if (!error)
+		sx_refc_decode(&d, r);
+	return error;
+}
+
+/*
+ * Position the cursor at the last record starting at or before @bno;
+ * *@found false if there is none.
+ */
+static int sx_refc_lookup_le(struct sx_btree_cur *cur, u64 bno, struct sx_refc_irec *r,
+			     bool *found)
+{
+	int error;
+
+	error = sx_btree_lookup(cur, bno, SX_BT_LE, found);
+	if (error || !*found)
+		return error;
+	return sx_refc_get(cur, r);
+}
+
+/* Position the cursor at the first record starting at or after @bno. */
+static int sx_refc_lookup_ge(struct sx_btree_cur *cur, u64 bno, struct sx_refc_irec *r,
+			     bool *found)
+{
+	int error;
+
+	error = sx_btree_lookup(cur, bno, SX_BT_GE, found);
+	if (error || !*found)
+		return error;
+	return sx_refc_get(cur, r);
+}
+
+/* Overwrite the record at the cursor. */
+static int sx_refc_update(struct sx_btree_cur *cur, const struct sx_refc_irec *r)
+{
+	struct sx_drefc_rec d;
+
+	sx_refc_encode(r, &d);
+	return sx_btree_update(cur, &d);
+}
+
+/* Insert a new record. */
+static int sx_refc_insert(struct sx_btree_cur *cur, const struct sx_refc_irec *r)
+{
+	struct sx_drefc_rec d;
+
+	sx_refc_encode(r, &d);
+	return sx_btree_insert(cur, &d);
+}
+
+/* Find the record starting exactly at @bno and position the cursor on it. */
+static int sx_refc_seek(struct sx_btree_cur *cur, u64 bno)
+{
+	struct sx_refc_irec r;
+	bool found;
+	int error;
+
+	error = sx_refc_lookup_le(cur, bno, &r, &found);
+	if (!error && (!found || r.rc_start != bno))
+		error = -EFSCORRUPTED;
+	return error;
+}
+
+/* Delete the record starting at @bno. */
+static int sx_refc_delete_at(struct sx_btree_cur *cur, u64 bno)
+{
+	bool found;
+	int error;
+
+	error = sx_refc_seek(cur, bno);
+	if (!error)
+		error = sx_btree_delete(cur, &found);
+	return error;
+}
+
+/* Replace the record starting at @bno with @r. */
+static int sx_refc_update_at(struct sx_btree_cur *cur, u64 bno, const struct sx_refc_irec *r)
+{
+	int error;
+
+	error = sx_refc_seek(cur, bno);
+	if (!error)
+		error = sx_refc_update(cur, r);
+	return error;
+}
+
+/* True if runs @a and @b are adjacent with equal counts and fit one record. */
+static bool sx_refc_mergeable(const struct sx_refc_irec *a, const struct sx_refc_irec *b)
+{
+	return sx_refc_end(a) == b->rc_start && a->rc_count == b->rc_count &&
+	       (u64)a->rc_len + b->rc_len <= SX_BMAP_MAXLEN;
+}
+
+/*
+ * The neighbours of a new run @mid, which lies where there is no record (a
+ * gap, or a record just deleted or cut away): the record ending at its
+ * start (*@have_left) and the one starting at its end (*@have_right).
+ */
+static int sx_refc_neighbours(struct sx_btree_cur *cur, const struct sx_refc_irec *mid,
+			      struct sx_refc_irec *left, bool *have_left,
+			      struct sx_refc_irec *right, bool *have_right)
+{
+	int error;
+
+	*have_left = false;
+	*have_right = false;
+	if (mid->rc_start > 0) {
+		error = sx_refc_lookup_le(cur, mid->rc_start - 1, left, have_left);
+		if (error)
+			return error;
+		if (*have_left && !sx_refc_mergeable(left, mid))
+			*have_left = false;
+	}
+	error = sx_refc_lookup_ge(cur, sx_refc_end(mid), right, have_right);
+	if (error)
+		return error;
+	if (*have_right && !sx_refc_mergeable(mid, right))
+		*have_right = false;
+	return 0;
+}
+
+/*
+ * Store run @mid, which lies where no record is now, merging it with the
+ * neighbours it may merge with (@merge_right false: not with the one on
+ * the right, which the adjustment is about to change anyway).
+ */
+static int sx_refc_store(struct sx_btree_cur *cur, struct sx_refc_irec *mid, bool merge_right)
+{
+	struct sx_refc_irec left, right, m;
+	bool have_left, have_right;
+	int error;
+
+	error = sx_refc_neighbours(cur, mid, &left, &have_left, &right, &have_right);
+	if (error)
+		return error;
+	if (!merge_right)
+		have_right = false;
+	if (have_left && have_right &&
+	    (u64)left.rc_len + mid->rc_len + right.rc_len > SX_BMAP_MAXLEN)
+		have_right = false;
+	if (have_left) {
+		m = left;
+		m.rc_len += mid->rc_len;
+		if (have_right) {
+			m.rc_len += right.rc_len;
+			error = sx_refc_delete_at(cur, right.rc_start);
+			if (error)
+				return error;
+		}
+		return sx_refc_update_at(cur, left.rc_start, &m);
+	}
+	if (have_right) {
+		/* the right record starts earlier now: its key moves down */
+		m = right;
+		m.rc_start = mid->rc_start;
+		m.rc_len += mid->rc_len;
+		return sx_refc_update_at(cur, right.rc_start, &m);
+	}
+	return sx_refc_insert(cur, mid);
+}
+
+/*
+ * Queue the freeing of [@bno, +@len), whose last owner went away.
+ */
+static int sx_refc_free(struct sx_trans *tp, u64 bno, u64 len)
+{
+	return sx_efi_free_later(tp, bno, len);
+}
+
+/*
+ * One step of an adjustment by @delta (+1 or -1) of [@bno, @end): change
+ * the piece at @bno and set *@next to where the piece ended.
+ */
+static int sx_refc_step(struct sx_trans *tp, struct sx_btree_cur *cur, u64 bno, u64 end,
+			int delta, u64 *next)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_refc_irec l, piece, keep;
+	bool found;
+	u64 e;
+	int error;
+
+	error = sx_refc_lookup_le(cur, bno, &l, &found);
+	if (error)
+		return error;
+	if (found && sx_refc_end(&l) > bno) {
+		/* blocks with a record: [bno, e) of record l */
+		u32 n = l.rc_count + delta;
+
+		e = sx_min(sx_refc_end(&l), end);
+		*next = e;
+		piece.rc_start = bno;
+		piece.rc_len = (u32)(e - bno);
+		piece.rc_count = n;
+		if (SX_IS_CORRUPT(mp, delta > 0 && l.rc_count == ~0u))
+			return -EFSCORRUPTED;
+		/* cut the piece out of l: what remains left of it stays at the cursor */
+		if (l.rc_start < bno) {
+			keep = l;
+			keep.rc_len = (u32)(bno - l.rc_start);
+			error = sx_refc_update(cur, &keep);
+		} else if (sx_refc_end(&l) > e) {
+			keep = l;
+			keep.rc_start = e;
+			keep.rc_len = (u32)(sx_refc_end(&l) - e);
+			error = sx_refc_update(cur, &keep);
+		} else {
+			error = sx_btree_delete(cur, &found);
+		}
+		if (error)
+			return error;
+		if (l.rc_start < bno && sx_refc_end(&l) > e) {
+			keep = l;
+			keep.rc_start = e;
+			keep.rc_len = (u32)(sx_refc_end(&l) - e);
+			error = sx_refc_insert(cur, &keep);
+			if (error)
+				return error;
+		}
+		/* a piece down to one owner needs no record */
+		if (n < 2)
+			return 0;
+		return sx_refc_store(cur, &piece, e == end);
+	}
+
+	/* a gap: blocks with one owner, up to the next record */
+	e = end;
+	if (e - bno > SX_BMAP_MAXLEN)
+		e = bno + SX_BMAP_MAXLEN;
+	error = sx_refc_lookup_ge(cur, bno, &l, &found);
+	if (error)
+		return error;
+	if (found && l.rc_start < e)
+		e = l.rc_start;
+	if (delta < 0) {
+		/* the last owner let go: the blocks are free */
+		e = sx_min(e, bno + sx_alloc_max_extent(mp));
+		*next = e;
+		return sx_refc_free(tp, bno, e - bno);
+	}
+	*next = e;
+	piece.rc_start = bno;
+	piece.rc_len = (u32)(e - bno);
+	piece.rc_count = 2;
+	return sx_refc_store(cur, &piece, e == end);
+}
+
+/* Check an adjustment's range before touching anything. */
+static int sx_refc_check_range(struct sx_mount *mp, u64 bno, u64 len)
+{
+	if (len == 0 || bno < mp->m_sb.sb_datastart || bno >= mp->m_sb.sb_dblocks ||
+	    len > mp->m_sb.sb_dblocks - bno)
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* Do up to @max_steps steps of adjusting [@bno, +@len) by @delta; *@done: blocks done. */
+int sx_refcount_adjust(struct sx_trans *tp, u64 bno, u64 len, int op, u32 max_steps,
+		       u64 *done)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_btree_cur cur;
+	struct sx_buf *fibp;
+	u64 pos = bno, end = bno + len, next;
+	int delta, error;
+	u32 steps;
+
+	*done = 0;
+	if (op == SX_CUI_INCREASE)
+		delta = 1;
+	else if (op == SX_CUI_DECREASE)
+		delta = -1;
+	else
+		return -EINVAL;
+	error = sx_refc_check_range(mp, bno, len);
+	if (error)
+		return error;
+	error = sx_refc_cur_init(&cur, mp, tp, &fibp);
+	if (error)
+		return error;
+	for (steps = 0; pos < end && (max_steps == 0 || steps < max_steps); steps++) {
+		error = sx_refc_step(tp, &cur, pos, end, delta, &next);
+		if (error)
+			break;
+		if (SX_IS_CORRUPT(mp, next <= pos)) {
+			error = -EFSCORRUPTED;
+			break;
+		}
+		pos = next;
+	}
+	*done = pos - bno;
+	sx_refc_cur_release(&cur, fibp);
+	return error;
+}
+
+/* [@bno, +@len) gains an owner, all in @tp. */
+int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len)
+{
+	u64 done;
+
+	return sx_refcount_adjust(tp, bno, len, SX_CUI_INCREASE, 0, &done);
+}
+
+/* [@bno, +@len) loses an owner, all in @tp; blocks left with none are freed. */
+int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len)
+{
+	u64 done;
+
+	return sx_refcount_adjust(tp, bno, len, SX_CUI_DECREASE, 0, &done);
+}
+
+/* The first run of shared blocks inside [@bno, +@len). */
+int sx_refcount_find_shared(struct sx_mount *mp, struct sx_trans *tp, u64 bno, u64 len,
+			    u64 *sbno, u64 *slen)
+{
+	struct sx_btree_cur cur;
+	struct sx_refc_irec r;
+	struct sx_buf *fibp;
+	u64 end = bno + len, start, stop;
+	bool found;
+	int error;
+
+	*sbno = 0;
+	*slen = 0;
+	if (len == 0 || end < bno)
+		return -EINVAL;
+	error = sx_refc_cur_init(&cur, mp, tp, &fibp);
+	if (error)
+		return error;
+	error = sx_refc_lookup_le(&cur, bno, &r, &found);
+	if (error)
+		goto out;
+	if (!found || sx_refc_end(&r) <= bno) {
+		if (found)
+			error = sx_btree_next(&cur, &found);
+		else
+			error = sx_btree_first(&cur, &found);
+		if (error || !found)
+			goto out;
+		error = sx_refc_get(&cur, &r);
+		if (error || r.rc_start >= end)
+			goto out;
+	}
+	/* r overlaps the range; adjacent records extend the shared run */
+	start = sx_max(r.rc_start, bno);
+	stop = sx_refc_end(&r);
+	while (stop < end) {
+		error = sx_btree_next(&cur, &found);
+		if (error || !found)
+			break;
+		error = sx_refc_get(&cur, &r);
+		if (error || r.rc_start != stop)
+			break;
+		stop = sx_refc_end(&r);
+	}
+	if (!error) {
+		*sbno = start;
+		*slen = sx_min(stop, end) - start;
+	}
+out:
+	sx_refc_cur_release(&cur, fibp);
+	return error;
+}
+
+/* How many owners block @bno has. */
+int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count)
+{
+	struct sx_btree_cur cur;
+	struct sx_refc_irec r;
+	struct sx_buf *fibp;
+	bool found;
+	int error;
+
+	*count = 1;
+	error = sx_refc_cur_init(&cur, mp, NULL, &fibp);
+	if (error)
+		return error;
+	error = sx_refc_lookup_le(&cur, bno, &r, &found);
+	if (!error && found && sx_refc_end(&r) > bno)
+		*count = r.rc_count;
+	sx_refc_cur_release(&cur, fibp);
+	return error;
+}
+
+/*
+ * Log bytes of one step: at most SX_REFC_STEP_OPS B+tree changes in a tree
+ * that may grow by a level, the fsinfo block (root), and an extent freed.
+ */
+u32 sx_refcount_res_bytes(const struct sx_mount *mp)
+{
+	u32 nlevels = sx_fsinfo_refc_nlevels(mp);
+
+	return SX_REFC_STEP_OPS * sx_btree_res_bytes(mp, nlevels + 1) +
+	       sx_trans_buf_bytes(mp) + sx_alloc_res_bytes(mp);
+}

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Clone and copy-on-write.
+ *
+ * Clone (FICLONE/FICLONERANGE) walks the source range one mapping (or
+ * hole) at a time.  For each piece it first empties the destination's
+ * blocks there (BUI unmaps, each dropping a reference to what it removes),
+ * then, for a mapping, queues a refcount increase of the source blocks
+ * (CUI) and the mapping of the same blocks, in the same state, into the
+ * destination (BUI), with the destination size grown over the piece.  Each
+ * of the two is a chain of transactions through the deferred ops: the
+ * intents are logged in the chain's first transaction, so a crash in the
+ * middle is finished by recovery, and a crash between chains leaves the
+ * destination with the piece unmapped (a hole), which a clone that did not
+ * complete may leave.  The unmap runs as its own chain so that the map
+ * never depends on the order the defer engine finishes items in.
+ *
+ * Copy-on-write gives a file its own copy of the shared blocks it is about
+ * to write: new blocks are allocated in the caller's transaction, the old
+ * contents copied into them (durable before the remap commits), and the
+ * file range remapped directly (sx_bmap_unmap_one and sx_bmap_map, one
+ * piece each) with a deferred refcount decrease of the old blocks.
+ */
+#include "util.h"
+#include "reflink.h"
+#include "refcount.h"
+#include "bmap.h"
+#include "inode.h"
+#include "file.h"
+#include "defer.h"
+#include "trans.h"
+#include "alloc.h"
+#include "mount.h"
+
+/* Blocks one copy-on-write I/O moves at most (the bounce buffer). */
+#define SX_COW_IO_BYTES		(64u * 1024)
+
+/* Log bytes of a deferred-op chain whose steps are BUI and CUI steps. */
+static u32 sx_reflink_chain_res(const struct sx_mount *mp)
+{
+	u32 step = sx_max(sx_bmap_defer_ops.do_step_res(mp),
+			  sx_refcount_defer_ops.do_step_res(mp));
+	u32 bui = sx_trans_op_bytes(sizeof(struct sx_dlog_intent) +
+				    sx_bmap_defer_ops.do_max_items * sizeof(struct sx_dlog_bmap));
+	u32 cui = sx_trans_op_bytes(sizeof(struct sx_dlog_intent) +
+				    sx_refcount_defer_ops.do_max_items * sizeof(struct sx_dlog_cui));
+
+	/* a step, the intents (re)logged and done beside it, two inode cores */
+	return step + 2 * (bui + cui) + 2 * sx_inode_res_bytes(mp);
+}
+
+/* The reservation sx_reflink_cow() needs of its caller's transaction. */
+u32 sx_reflink_cow_res_bytes(const struct sx_mount *mp, const struct sx_inode *ip)
+{
+	return sx_max(sx_reflink_chain_res(mp),
+		      2 * sx_bmap_res_bytes(mp, ip) + sx_alloc_res_bytes(mp) +
+		      sx_trans_op_bytes(sizeof(struct sx_dlog_intent) +
+					sizeof(struct sx_dlog_cui)));
+}
+
+/* Register the BUI and CUI types with the defer engine. */
+int sx_reflink_register(void)
+{
+	int error;
+
+	error = sx_defer_register(&sx_bmap_defer_ops);
+	if (error)
+		return error;
+	error = sx_defer_register(&sx_refcount_defer_ops);
+	if (error)
+		sx_defer_unregister(&sx_bmap_defer_ops);
+	return error;
+}
+
+/* Unregister the BUI and CUI types. */
+void sx_reflink_unregister(void)
+{
+	sx_defer_unregister(&sx_refcount_defer_ops);
+	sx_defer_unregister(&sx_bmap_defer_ops);
+}
+
+/* ------------------------------------------------------------------ clone */
+
+/* File sizes and offsets are signed 64-bit numbers of bytes. */
+static inline u64 sx_reflink_max_bytes(const struct sx_mount *mp)
+{
+	return ((u64)1 << 63) - mp->m_bsize;
+}
+
+/*
+ * FICLONERANGE checks (those of the VFS's generic_remap_checks and
+ * vfs_clone_file_range): file types, flags, alignment, overflow, EOF.
+ * On success *@blen is the number of blocks to remap (0: nothing to do)
+ * and *@new_size what the destination's size becomes at least.
+ */
+static int sx_reflink_check(struct sx_inode *dst, u64 dst_off, struct sx_inode *src,
+			    u64 src_off, u64 *lenp, u64 *blen)
+{
+	struct sx_mount *mp = src->i_mp;
+	u64 bs = mp->m_bsize, len = *lenp, isize = src->i_size, bcount;
+
+	*blen = 0;
+	if ((src->i_mode & SX_IFMT) == SX_IFDIR || (dst->i_mode & SX_IFMT) == SX_IFDIR)
+		return -EISDIR;
+	if ((src->i_mode & SX_IFMT) != SX_IFREG || (dst->i_mode & SX_IFMT) != SX_IFREG)
+		return -EINVAL;
+	if (dst->i_flags & (SX_DIFLAG_IMMUTABLE | SX_DIFLAG_APPEND))
+		return -EPERM;
+	if ((src->i_flags | dst->i_flags) & SX_DIFLAG_SWAPFILE)
+		return -ETXTBSY;
+	/* zero length: to the source's EOF */
+	if (len == 0) {
+		if (src_off == isize)
+			return 0;
+		if (src_off > isize)
+			return -EINVAL;
+		len = isize - src_off;
+	}
+	if (src_off % bs || dst_off % bs)
+		return -EINVAL;
+	if (src_off + len < src_off || dst_off + len < dst_off)
+		return -EINVAL;
+	if (src_off >= isize)
+		return -EINVAL;
+	len = sx_min(len, isize - src_off);
+	if (dst_off + len > sx_reflink_max_bytes(mp) || src_off + len > sx_reflink_max_bytes(mp))
+		return -EFBIG;
+	if (src_off + len == isize) {
+		/* to the source's EOF: the partial last block goes too */
+		bcount = sx_roundup(isize, bs) - src_off;
+		/* but never into the middle of the destination, past whose
+		 * new end the rest of that block would show */
+		if (isize % bs && dst_off + len < dst->i_size)
+			return -EINVAL;
+	} else {
+		if (len % bs)
+			return -EINVAL;
+		bcount = len;
+	}
+	if (src == dst && dst_off + bcount > src_off && dst_off < src_off + bcount)
+		return -EINVAL;
+	*lenp = len;
+	*blen = bcount >> mp->m_blog;
+	return 0;
+}
+
+/* Give @ip the REFLINK flag in @tp if it lacks it. */
+static int sx_reflink_set_flag(struct sx_trans *tp, struct sx_inode *ip)
+{
+	if (ip->i_flags & SX_DIFLAG_REFLINK)
+		return 0;
+	ip->i_flags |= SX_DIFLAG_REFLINK;
+	return sx_inode_log(tp, ip);
+}
+
+/* Start a chain's first transaction and lock both inodes for it. */
+static int sx_reflink_trans(struct sx_inode *dst, struct sx_inode *src, struct sx_trans **tpp)
+{
+	int error;
+
+	error = sx_trans_alloc(dst->i_mp, sx_reflink_chain_res(dst->i_mp), 0, tpp);
+	if (error)
+		return error;
+	sx_ilock_two(src, dst, SX_ILOCK_EXCL);
+	return 0;
+}
+
+/* Finish a chain and commit it (or cancel it on error), then unlock. */
+static int sx_reflink_trans_end(struct sx_inode *dst, struct sx_inode *src,
+				struct sx_trans *tp, int error)
+{
+	if (!error && !sx_defer_pending(tp) && !(tp->t_flags & SX_TRANS_DIRTY)) {
+		/* nothing was changed: no record needed */
+		sx_trans_cancel(tp);
+		goto out_unlock;
+	}
+	if (!error)
+		error = sx_defer_finish(&tp);
+	if (!error) {
+		error = sx_trans_commit(tp);
+	} else {
+		sx_defer_cancel(tp);
+		sx_trans_cancel(tp);
+	}
+out_unlock:
+	sx_iunlock_two(src, dst, SX_ILOCK_EXCL);
+	return error;
+}
+
+/* True if file blocks [@off, +@len) of @ip map anything. */
+static int sx_reflink_any_mapped(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+				 bool *mapped)
+{
+	struct sx_bmap_irec got;
+	u64 end = off + len;
+	int error;
+
+	*mapped = false;
+	while (off < end) {
+		error = sx_bmap_lookup(tp, ip, off, &got);
+		if (error)
+			return error;
+		if (got.br_startblock != SX_HOLE) {
+			*mapped = true;
+			return 0;
+		}
+		off = got.br_startoff + got.br_blockcount;
+	}
+	return 0;
+}
+
+/*
+ * Remap one piece: destination blocks [@doff, +@n) get what source block
+ * @soff starts (a mapping or a hole); *@done says how many blocks it was.
+ * @size_end: the destination size after the whole clone.
+ */
+static int sx_reflink_remap_piece(struct sx_inode *dst, u64 doff, struct sx_inode *src,
+				  u64 soff, u64 n, u64 size_end, u64 *done)
+{
+	struct sx_mount *mp = dst->i_mp;
+	struct sx_bmap_irec smap, dmap;
+	struct sx_trans *tp;
+	bool mapped;
+	u64 new_size;
+	int error;
+
+	/* empty the destination's part first, as its own chain */
+	error = sx_reflink_trans(dst, src, &tp);
+	if (error)
+		return error;
+	error = sx_bmap_lookup(tp, src, soff, &smap);
+	if (error)
+		goto out_end;
+	if (SX_IS_CORRUPT(mp, smap.br_blockcount == 0)) {
+		error = -EFSCORRUPTED;
+		goto out_end;
+	}
+	n = sx_min(n, smap.br_startoff + smap.br_blockcount - soff);
+	if (smap.br_startblock != SX_HOLE) {
+		smap.br_startblock += soff - smap.br_startoff;
+		smap.br_startoff = soff;
+	}
+	smap.br_blockcount = (u32)n;
+	error = sx_reflink_any_mapped(tp, dst, doff, n, &mapped);
+	if (!error && mapped)
+		error = sx_bmap_unmap_later(tp, dst, doff, n, 0);
+out_end:
+	error = sx_reflink_trans_end(dst, src, tp, error);
+	if (error)
+		return error;
+
+	/* then share the source's blocks there */
+	error = sx_reflink_trans(dst, src, &tp);
+	if (error)
+		return error;
+	if (smap.br_startblock != SX_HOLE) {
+		/* nothing can have changed the source: both IOLOCKs are held */
+		error = sx_bmap_lookup(tp, dst, doff, &dmap);
+		if (!error && (dmap.br_startblock != SX_HOLE || dmap.br_blockcount < n))
+			error = -EFSCORRUPTED;
+		if (!error)
+			error = sx_refcount_increase_later(tp, smap.br_startblock, n);
+		dmap = smap;
+		dmap.br_startoff = doff;
+		if (!error)
+			error = sx_bmap_map_later(tp, dst, &dmap);
+	}
+	new_size = sx_min((doff + n) << mp->m_blog, size_end);
+	if (!error && new_size > dst->i_size) {
+		dst->i_size = new_size;
+		error = sx_inode_log(tp, dst);
+	}
+	error = sx_reflink_trans_end(dst, src, tp, error);
+	if (!error)
+		*done = n;
+	return error;
+}
+
+/* Share bytes [@src_off, +@len) of @src at @dst_off of @dst. */
+int sx_reflink_remap(struct sx_inode *dst, u64 dst_off, struct sx_inode *src, u64 src_off,
+		     u64 len)
+{
+	struct sx_mount *mp = dst->i_mp;
+	struct sx_trans *tp;
+	u64 blen, pos, done, dfsb, sfsb, size_end;
+	int error;
+
+	sx_ilock_two(src, dst, SX_IOLOCK_EXCL);
+	error = sx_reflink_check(dst, dst_off, src, src_off, &len, &blen);
+	if (error || blen == 0)
+		goto out_unlock;
+
+	/* both files may share blocks from now on */
+	error = sx_reflink_trans(dst, src, &tp);
+	if (error)
+		goto out_unlock;
+	error = sx_reflink_set_flag(tp, src);
+	if (!error && src != dst)
+		error = sx_reflink_set_flag(tp, dst);
+	error = sx_reflink_trans_end(dst, src, tp, error);
+	if (error)
+		goto out_unlock;
+
+	dfsb = dst_off >> mp->m_blog;
+	sfsb = src_off >> mp->m_blog;
+	size_end = dst_off + len;
+	for (pos = 0; pos < blen; pos += done) {
+		error = sx_reflink_remap_piece(dst, dfsb + pos, src, sfsb + pos, blen - pos,
+					       size_end, &done);
+		if (error)
+			goto out_unlock;
+	}
+out_unlock:
+	sx_iunlock_two(src, dst, SX_IOLOCK_EXCL);
+	return error;
+}
+
+/* FICLONERANGE on descriptors. */
+SX_API int sx_clone_range(struct sx_mount *mp, int dst_fd, u64 dst_off, int src_fd,
+			  u64 src_off, u64 len)
+{
+	struct sx_inode *dst, *src;
+	int error, error2;
+
+	error = sx_fd_get(mp, dst_fd, &dst);
+	if (error)
+		return error;
+	error = sx_fd_get(mp, src_fd, &src);
+	if (error)
+		goto out_dst;
+	if (mp->m_flags & SX_MF_RDONLY)
+		error = -EROFS;
+	else if (sx_is_shutdown(mp))
+		error = -EIO;
+	else
+		error = sx_reflink_remap(dst, dst_off, src, src_off, len);
+	error2 = sx_irele(src);
+	if (!error)
+		error = error2;
+out_dst:
+	error2 = sx_irele(dst);
+	return error ? error : error2;
+}
+
+/* FICLONE: the whole source. */
+SX_API int sx_clone(struct sx_mount *mp, int dst_fd, int src_fd)
+{
+	return sx_clone_range(mp, dst_fd, 0, src_fd, 0, 0);
+}
+
+/* --------------------------------------------------------- copy-on-write */
+
+/* Copy @n blocks from @from to @to through @buf (SX_COW_IO_BYTES long). */
+static int sx_reflink_copy(struct sx_mount *mp, u64 from, u64 to, u64 n, void *buf)
+{
+	u32 chunk = SX_COW_IO_BYTES >> mp->m_blog, c;
+	int error;
+
+	if (chunk == 0)
+		chunk = 1;
+	while (n) {
+		c = (u32)sx_min(n, (u64)chunk);
+		error = sx_dev_read(mp, from, c, buf);
+		if (error)
+			return error;
+		error = sx_file_write_data(mp, to, c, buf);
+		if (error)
+			return error;
+		from += c;
+		to += c;
+		n -= c;
+	}
+	return 0;
+}
+
+/*
+ * Give file blocks [@off, +@n) of @ip, which lie inside the one mapping
+ * @got and are all shared, new blocks: as many as one allocation returns
+ * (*@done).
+ */
+static int sx_reflink_cow_piece(struct sx_trans **tpp, struct sx_inode *ip,
+				const struct sx_bmap_irec *got, u64 off, u64 n, void *buf,
+				u64 *done)
+{
+	struct sx_mount *mp = ip->i_mp;
+	struct sx_bmap_irec old, new;
+	u64 obno = got->br_startblock + (off - got->br_startoff), nbno;
+	u32 nlen;
+	int error;
+
+	n = sx_min(n, (u64)sx_alloc_max_extent(mp));
+	error = sx_alloc_extent(*tpp, obno, 1, (u32)n, &nbno, &nlen);
+	if (error)
+		return error;
+	if (got->br_state != SX_BMAP_UNWRITTEN) {
+		error = sx_reflink_copy(mp, obno, nbno, nlen, buf);
+		if (error)
+			return error;
+	}
+	error = sx_bmap_unmap_one(*tpp, ip, off, nlen, &old);
+	if (error)
+		return error;
+	if (SX_IS_CORRUPT(mp, old.br_startoff != off || old.br_blockcount != nlen ||
+			      old.br_startblock != obno))
+		return -EFSCORRUPTED;
+	new = old;
+	new.br_startblock = nbno;
+	error = sx_bmap_map(*tpp, ip, &new);
+	if (error)
+		return error;
+	error = sx_refcount_decrease_later(*tpp, obno, nlen);
+	if (error)
+		return error;
+	error = sx_defer_finish(tpp);
+	if (error)
+		return error;
+	*done = nlen;
+	return 0;
+}
+
+/* Make the mapped blocks of [@off, +@len) of @ip the file's own. */
+int sx_reflink_cow(struct sx_trans **tpp, struct sx_inode *ip, u64 off, u64 len,
+		   u64 *cowed)
+{
+	struct sx_mount *mp = ip->i_mp;
+	struct sx_bmap_irec got;
+	u64 end = off + len, pos = off, gend, pbno, sbno, slen, done;
+	void *buf = NULL;
+	int error = 0;
+
+	if (cowed)
+		*cowed = 0;
+	if (!(ip->i_flags & SX_DIFLAG_REFLINK) || len == 0)
+		return 0;
+	if (end < off)
+		return -EINVAL;
+	while (pos < end) {
+		error = sx_bmap_lookup(*tpp, ip, pos, &got);
+		if (error)
+			break;
+		gend = sx_min(got.br_startoff + got.br_blockcount, end);
+		if (got.br_startblock == SX_HOLE) {
+			pos = gend;
+			continue;
+		}
+		pbno = got.br_startblock + (pos - got.br_startoff);
+		error = sx_refcount_find_shared(mp, *tpp, pbno, gend - pos, &sbno, &slen);
+		if (error)
+			break;
+		if (slen == 0) {
+			pos = gend;
+			continue;
+		}
+		if (!buf) {
+			buf = sx_alloc(SX_COW_IO_BYTES > mp->m_bsize ? SX_COW_IO_BYTES :
+				       mp->m_bsize, SX_NOFS);
+			if (!buf) {
+				error = -ENOMEM;
+				break;
+			}
+		}
+		pos += sbno - pbno;
+		error = sx_reflink_cow_piece(tpp, ip, &got, pos, slen, buf, &done);
+		if (error)
+			break;
+		if (cowed)
+			*cowed += done;
+		pos += done;
+	}
+	sx_free(buf);
+	return error;
+}

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Crash tests of clones.
+ *
+ * A deterministic workload on three files mixes writes (copy-on-write on
+ * shared blocks), clone ranges, whole-file clones, truncates, punches and
+ * unlink-and-recreate (dropping every reference of a file), with syncs in
+ * between, on a crash-emulating device.  The power is cut at every device
+ * write, with the volatile writes kept, dropped or torn.  After recovery:
+ * the checker is clean (every block's refcount equals its number of
+ * mappings, nothing leaked, nothing owned twice, no unfinished intent), a
+ * second recovery changes nothing, and every file is in a state between the
+ * last durable and the last committed one: its size is one of theirs and
+ * each sector holds what one of those states held there, or zeroes where a
+ * clone in that window was replacing it (a clone is a chain per piece, and
+ * its destination piece is a hole between its unmap and its map).
+ *
+ * SX_CRASH_LEVEL=quick samples every 5th write; long runs more seeds.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sxtest.h"
+
+#define BS		1024u
+#define SECT		512u
+#define NF		3
+#define NBLK		24
+#define FBYTES		(NBLK * BS)
+#define NOPS		36
+#define IMG_SIZE	(16ull << 20)
+
+enum { OP_WRITE, OP_CLONE_RANGE, OP_CLONE, OP_TRUNC, OP_PUNCH, OP_RECREATE, OP_NR };
+
+struct snap {
+	u64	size[NF];
+	u8	data[NF][FBYTES];
+};
+
+struct run {
+	struct snap	st[NOPS + 1];
+	int		op[NOPS + 1];		/* what op i was */
+	int		dst[NOPS + 1];		/* the file it changed */
+	int		ncommitted;
+	int		ndurable;
+	int		error;
+};
+
+static u64 passed, failed, crash_points;
+static int level;
+static struct sx_bdev *pristine;
+static const char *const names[NF] = { "f0", "f1", "f2" };
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		failed++; \
+		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		return -1; \
+	} \
+} while (0)
+
+/* One op of the workload on the model @s and the files @fd. */
+static int one_op(struct sx_mount *mp, u64 *seed, int *fd, struct snap *s, int *opp, int *dp)
+{
+	int op = sxt_rand(seed) % OP_NR, d = sxt_rand(seed) % NF, src = sxt_rand(seed) % NF;
+	u64 off = sxt_rand(seed) % (NBLK - 6), len = 1 + sxt_rand(seed) % 6;
+	u8 buf[4 * BS];
+	s64 n;
+	int error = 0;
+	u64 i;
+
+	*opp = op;
+	*dp = d;
+	switch (op) {
+	case OP_WRITE: {
+		u64 boff = off * BS + sxt_rand(seed) % BS, blen = 1 + sxt_rand(seed) % sizeof(buf);
+
+		if (boff + blen > FBYTES)
+			blen = FBYTES - boff;
+		for (i = 0; i < blen; i++)
+			buf[i] = (u8)sxt_rand(seed);
+		memcpy(&s->data[d][boff], buf, blen);
+		if (boff + blen > s->size[d])
+			s->size[d] = boff + blen;
+		n = sx_pwrite(mp, fd[d], buf, blen, boff);
+		error = n < 0 ? (int)n : (n == (s64)blen ? 0 : -EIO);
+		break;
+	}
+	case OP_CLONE_RANGE:
+	case OP_CLONE: {
+		u64 soff = op == OP_CLONE ? 0 : sxt_rand(seed) % (NBLK - 6), bytes;
+		u64 doff = op == OP_CLONE ? 0 : off, arg;
+		bool to_eof;
+
+		if (src == d)
+			src = (d + 1) % NF;
+		if (soff * BS >= s->size[src])
+			return 0;
+		if (op == OP_CLONE)
+			len = sx_howmany(s->size[src], BS);
+		if ((soff + len) * BS > s->size[src])
+			len = sx_howmany(s->size[src], BS) - soff;
+		to_eof = (soff + len) * BS >= s->size[src];
+		bytes = sx_min(len * BS, s->size[src] - soff * BS);
+		if (to_eof && s->size[src] % BS && doff * BS + bytes < s->size[d])
+			return 0;	/* the partial EOF block into the middle: refused */
+		arg = to_eof ? 0 : len * BS;
+		memmove(&s->data[d][doff * BS], &s->data[src][soff * BS], len * BS);
+		if (doff * BS + bytes > s->size[d])
+			s->size[d] = doff * BS + bytes;
+		if (op == OP_CLONE)
+			error = sx_clone(mp, fd[d], fd[src]);
+		else
+			error = sx_clone_range(mp, fd[d], doff * BS, fd[src], soff * BS, arg);
+		break;
+	}
+	case OP_TRUNC: {
+		u64 size = sxt_rand(seed) % (FBYTES + 1);
+
+		if (size < s->size[d])
+			memset(&s->data[d][size], 0, FBYTES - size);
+		s->size[d] = size;
+		error = sx_truncate(mp, fd[d], size);
+		break;
+	}
+	case OP_PUNCH:
+		if (off * BS >= s->size[d])
+			return 0;
+		len = sx_min(len, sx_howmany(s->size[d], BS) - off);
+		memset(&s->data[d][off * BS], 0, sx_min(len * BS, s->size[d] - off * BS));
+		error = sx_punch(mp, fd[d], off * BS, len * BS);
+		break;
+	case OP_RECREATE:
+		memset(s->data[d], 0, FBYTES);
+		s->size[d] = 0;
+		error = sx_close(mp, fd[d]);
+		fd[d] = -1;
+		if (!error)
+			error = sx_unlink(mp, names[d]);
+		if (!error)
+			error = sx_create(mp, names[d], 0644, &fd[d]);
+		break;
+	}
+	return error;
+}
+
+/* Run the workload on @bd; record the states it reached. */
+static void workload(struct sx_bdev *bd, u64 seed, struct run *r)
+{
+	struct sx_mount *mp;
+	struct snap cur;
+	int fd[NF], i, error;
+
+	memset(r, 0, sizeof(*r));
+	memset(&cur, 0, sizeof(cur));
+	r->error = sx_mount(bd, NULL, &mp);
+	if (r->error)
+		return;
+	for (i = 0; i < NF; i++) {
+		fd[i] = -1;
+		if (!r->error)
+			r->error = sx_create(mp, names[i], 0644, &fd[i]);
+	}
+	if (!r->error)
+		r->error = sx_sync(mp);
+	for (i = 1; !r->error && i <= NOPS; i++) {
+		struct snap *next = &r->st[i];
+
+		*next = cur;
+		r->ncommitted = i;
+		error = one_op(mp, &seed, fd, next, &r->op[i], &r->dst[i]);
+		if (error) {
+			r->error = error;
+			break;
+		}
+		cur = *next;
+		if (i % 5 == 0) {
+			error = sx_sync(mp);
+			if (error) {
+				r->error = error;
+				break;
+			}
+			r->ndurable = i;
+		}
+	}
+	for (i = 0; i < NF; i++)
+		if (fd[i] >= 0)
+			sx_close(mp, fd[i]);
+	error = sx_unmount(mp);
+	if (!r->error && !error)
+		r->ndurable = r->ncommitted;
+	if (!r->error)
+		r->error = error;
+}
+
+/* True if sector @k of file @f may hold @got after a crash in the window of @r. */
+static bool sector_ok(const struct run *r, int f, u64 k, const u8 *got, bool zero)
+{
+	int j;
+
+	for (j = r->ndurable; j <= r->ncommitted; j++)
+		if (!memcmp(got, &r->st[j].data[f][k * SECT], SECT))
+			return true;
+	if (!zero)
+		return false;
+	/* a clone into the file in the window passes through a hole */
+	for (j = r->ndurable + 1; j <= r->ncommitted; j++)
+		if ((r->op[j] == OP_CLONE || r->op[j] == OP_CLONE_RANGE) && r->dst[j] == f)
+			return true;
+	return false;
+}
+
+/* Check every file against the window of states of @r. */
+static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
+{
+	static const u8 zeroes[SECT];
+	static u8 buf[FBYTES];
+	struct sx_stat stt;
+	int f, fd, j, error;
+	u64 k;
+
+	for (f = 0; f < NF; f++) {
+		bool size_ok = false, gone_ok = false;
+
+		error = sx_open(mp, names[f], &fd);
+		for (j = r->ndurable + 1; j <= r->ncommitted; j++)
+			if (r->op[j] == OP_RECREATE && r->dst[j] == f)
+				gone_ok = true;
+		if (error == -ENOENT && (gone_ok || r->ncommitted == 0))
+			continue;
+		CHECK(error == 0, "%s: open %s: %s", what, names[f], sx_strerror(error));
+		error = sx_fstat(mp, fd, &stt);
+		CHECK(error == 0, "%s: stat", what);
+		for (j = r->ndurable; j <= r->ncommitted; j++)
+			if (r->st[j].size[f] == stt.st_size)
+				size_ok = true;
+		if (!size_ok && gone_ok && stt.st_size == 0)
+			size_ok = true;
+		CHECK(size_ok, "%s: %s has size %llu, no state in [%d, %d] has", what, names[f],
+		      (unsigned long long)stt.st_size, r->ndurable, r->ncommitted);
+		CHECK(stt.st_size <= FBYTES, "%s: size", what);
+		CHECK(sx_pread(mp, fd, buf, stt.st_size, 0) == (s64)stt.st_size, "%s: read", what);
+		memset(buf + stt.st_size, 0, FBYTES - stt.st_size);
+		for (k = 0; k < sx_howmany(stt.st_size, SECT); k++) {
+			const u8 *got = buf + k * SECT;
+			bool zero = !memcmp(got, zeroes, SECT);
+
+			CHECK(sector_ok(r, f, k, got, zero || gone_ok), "%s: %s sector %llu "
+			      "matches no state in [%d, %d]", what, names[f],
+			      (unsigned long long)k, r->ndurable, r->ncommitted);
+		}
+		sx_close(mp, fd);
+	}
+	return 0;
+}
+
+/* Report sink for the checker. */
+static void check_report(void *arg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!getenv("SX_TEST_VERBOSE"))
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Recover @bd and check it against @r. */
+static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
+{
+	struct sx_mount *mp;
+	struct sx_bdev *once;
+	u64 problems = 0;
+	int error, ok;
+
+	error = sx_mount(bd, NULL, &mp);
+	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
+	ok = files_ok(mp, r, what);
+	error = sx_unmount(mp);
+	if (ok)
+		return -1;
+	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
+	error = sx_check(bd, check_report, NULL, &problems);
+	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
+	      (unsigned long long)problems);
+	once = sxt_bdev_copy(bd);
+	error = sx_mount(bd, NULL, &mp);
+	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
+	error = sx_unmount(mp);
+	CHECK(error == 0, "%s: second unmount", what);
+	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
+	sx_bdev_destroy(once);
+	return 0;
+}
+
+/* Cut the power at write @w in @mode and check what recovery makes of it. */
+static void crash_at(u64 seed, u64 w, enum sx_crash_mode mode)
+{
+	static const char *const mnames[] = { "keep", "drop", "tear", "random" };
+	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+	struct sx_crashdev *cd;
+	static struct run r;
+	char what[96];
+
+	VERIFY(sx_crashdev_create(img, seed * 131 + w, &cbd, &cd) == 0);
+	sx_crashdev_cut_at_write(cd, w, mode);
+	workload(cbd, seed, &r);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
+		 (unsigned long long)w, mnames[mode]);
+	crash_points++;
+	if (r.error == 0) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
+	} else if (recover_and_verify(img, &r, what) == 0) {
+		passed++;
+	}
+	sx_bdev_destroy(img);
+}
+
+int main(void)
+{
+	const char *lv = getenv("SX_CRASH_LEVEL");
+	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	u64 seeds[3] = { 11, 12, 13 }, nseeds, s, w, step;
+	static struct run r;
+	u32 m;
+
+	level = 1;
+	if (lv && !strcmp(lv, "quick"))
+		level = 0;
+	else if (lv && !strcmp(lv, "long"))
+		level = 2;
+	nseeds = level >= 2 ? 3 : 1;
+	step = level == 0 ? 5 : 1;
+
+	sx_thread_enter();
+	sxt_quiet();
+	pristine = sxt_memfs(IMG_SIZE, BS, 2048);
+	for (s = 0; s < nseeds; s++) {
+		struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+		struct sx_crashdev *cd;
+		struct sx_crashdev_stats st;
+		struct sx_mount *mp;
+
+		/* the uncut run: how many writes, and it must end clean */
+		VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+		workload(cbd, seeds[s], &r);
+		sx_crashdev_get_stats(cd, &st);
+		sx_bdev_destroy(cbd);
+		if (r.error) {
+			failed++;
+			fprintf(stderr, "FAIL seed %llu: the workload failed: %s\n",
+				(unsigned long long)seeds[s], sx_strerror(r.error));
+			sx_bdev_destroy(img);
+			continue;
+		}
+		if (sx_mount(img, NULL, &mp) == 0) {
+			if (files_ok(mp, &r, "uncut run") == 0)
+				passed++;
+			sx_unmount(mp);
+		}
+		sx_bdev_destroy(img);
+		printf("seed %llu: %d ops, %llu writes, %llu flushes\n",
+		       (unsigned long long)seeds[s], NOPS, (unsigned long long)st.cs_writes,
+		       (unsigned long long)st.cs_flushes);
+		for (w = 1; w <= st.cs_writes; w += step)
+			for (m = 0; m < 3; m++)
+				crash_at(seeds[s], w, modes[m]);
+	}
+	printf("crash points: %llu\n", (unsigned long long)crash_points);
+	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
+	       (unsigned long long)failed);
+	sx_bdev_destroy(pristine);
+	return failed ? 1 : 0;
+}

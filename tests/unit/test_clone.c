@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Clone tests through the public file API: FICLONE and FICLONERANGE
+ * semantics (what is shared, holes and unwritten extents, sizes, the
+ * REFLINK flag, refcounts, blocks freed from the destination), every error
+ * (alignment, overlap, EOF, bad descriptors, immutable, append-only and
+ * swap files), copy-on-write (writing either file never changes the other),
+ * unlinking either side, persistence, and the checker clean after each case.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "sxtest.h"
+#include "inode.h"
+#include "file.h"
+#include "refcount.h"
+#include "reflink.h"
+
+#define MIB	(1ull << 20)
+#define BS	4096u
+
+static struct sx_bdev *bd;
+static struct sx_mount *mp;
+
+/* A fresh filesystem for each test. */
+static int setup(void **state)
+{
+	bd = sxt_memfs(64 * MIB, BS, 4096);
+	mp = sxt_mount(bd);
+	return 0;
+}
+
+/* Unmount, and the checker must find nothing wrong. */
+static int teardown(void **state)
+{
+	u64 problems = 1;
+
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
+	assert_int_equal(problems, 0);
+	sx_bdev_destroy(bd);
+	return 0;
+}
+
+/* The byte at @off of the pattern @seed. */
+static u8 pat(u64 seed, u64 off)
+{
+	u64 x = (off / 8) * 0x9e3779b97f4a7c15ull ^ seed;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	return (u8)(x >> (off % 8 * 8));
+}
+
+/* Write @len bytes of pattern @seed at @off. */
+static void put(int fd, u64 off, u64 len, u64 seed)
+{
+	u8 *buf = malloc(len);
+	u64 i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pat(seed, off + i);
+	assert_int_equal(sx_pwrite(mp, fd, buf, len, off), (s64)len);
+	free(buf);
+}
+
+/* True if [@off, +@len) of @fd holds pattern @seed (seed 0: zeroes). */
+static bool holds(int fd, u64 off, u64 len, u64 seed)
+{
+	u8 *buf = malloc(len);
+	bool ok;
+	u64 i;
+
+	ok = sx_pread(mp, fd, buf, len, off) == (s64)len;
+	for (i = 0; ok && i < len; i++)
+		ok = buf[i] == (seed ? pat(seed, off + i) : 0);
+	free(buf);
+	return ok;
+}
+
+/* Create and open @name. */
+static int mk(const char *name)
+{
+	int fd;
+
+	assert_int_equal(sx_create(mp, name, 0644, &fd), 0);
+	return fd;
+}
+
+/* The size of @fd. */
+static u64 fsize(int fd)
+{
+	struct sx_stat st;
+
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	return st.st_size;
+}
+
+/* The flags of @fd. */
+static u32 fflags(int fd)
+{
+	struct sx_stat st;
+
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	return st.st_flags;
+}
+
+/* The device block of byte @off of @fd, or 0 for a hole; *@unwritten its state. */
+static u64 phys(int fd, u64 off, bool *unwritten)
+{
+	struct sx_extent ext[4];
+	u32 n = 0;
+
+	assert_int_equal(sx_fiemap(mp, fd, off, BS, ext, 4, &n), 0);
+	if (unwritten)
+		*unwritten = false;
+	if (n == 0 || ext[0].ex_off > off)
+		return 0;
+	if (unwritten)
+		*unwritten = ext[0].ex_flags & SX_EXTENT_UNWRITTEN;
+	return (ext[0].ex_physical + (off - ext[0].ex_off)) / BS;
+}
+
+/* The refcount of device block @bno. */
+static u32 refc(u64 bno)
+{
+	u32 count;
+
+	assert_int_equal(sx_refcount_get(mp, bno, &count), 0);
+	return count;
+}
+
+/* FICLONE shares every block; both files get REFLINK; refcounts become 2. */
+static void test_clone_whole(void **state)
+{
+	int a = mk("a"), b = mk("b");
+	u64 free0, i;
+
+	put(a, 0, 10 * BS, 1);
+	free0 = sx_alloc_free_blocks(mp);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(fsize(b), 10 * BS);
+	assert_true(holds(b, 0, 10 * BS, 1));
+	assert_true(fflags(a) & SX_DIFLAG_REFLINK);
+	assert_true(fflags(b) & SX_DIFLAG_REFLINK);
+	for (i = 0; i < 10; i++) {
+		u64 p = phys(a, i * BS, NULL);
+
+		assert_true(p != 0);
+		assert_int_equal(phys(b, i * BS, NULL), p);
+		assert_int_equal(refc(p), 2);
+	}
+	/* only refcount tree blocks were allocated */
+	assert_true(free0 - sx_alloc_free_blocks(mp) <= 1);
+	/* a second clone onto another file makes it 3 */
+	{
+		int c = mk("c");
+
+		assert_int_equal(sx_clone(mp, c, b), 0);
+		assert_int_equal(refc(phys(a, 0, NULL)), 3);
+		assert_int_equal(sx_close(mp, c), 0);
+		assert_int_equal(sx_unlink(mp, "c"), 0);
+		assert_int_equal(refc(phys(a, 0, NULL)), 2);
+	}
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/* Writing either side after a clone never changes the other. */
+static void test_clone_cow(void **state)
+{
+	int a = mk("a"), b = mk("b");
+	u64 pa;
+
+	put(a, 0, 8 * BS, 2);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	pa = phys(a, 3 * BS, NULL);
+	put(b, 3 * BS + 100, 50, 3);
+	assert_true(holds(a, 0, 8 * BS, 2));
+	assert_true(holds(b, 3 * BS + 100, 50, 3));
+	assert_true(holds(b, 3 * BS, 100, 2));
+	assert_true(holds(b, 3 * BS + 150, BS - 150, 2));
+	assert_true(phys(b, 3 * BS, NULL) != pa);
+	assert_int_equal(refc(pa), 1);
+	assert_int_equal(refc(phys(b, 3 * BS, NULL)), 1);
+	/* and the source side */
+	put(a, 0, 2 * BS, 4);
+	assert_true(holds(b, 0, 2 * BS, 2));
+	assert_true(holds(a, 0, 2 * BS, 4));
+	assert_true(holds(a, 2 * BS, 6 * BS, 2));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/* Ranges: holes stay holes, unwritten stays unwritten, old blocks go, size grows. */
+static void test_clone_range_shapes(void **state)
+{
+	int a = mk("a"), b = mk("b");
+	bool unw;
+	u64 free0, old;
+
+	put(a, 0, 2 * BS, 5);
+	put(a, 6 * BS, 2 * BS, 6);			/* hole at [2, 6) */
+	assert_int_equal(sx_fallocate(mp, a, 8 * BS, 2 * BS), 0);	/* unwritten [8, 10) */
+	put(b, 0, 12 * BS, 7);
+	old = phys(b, 4 * BS, NULL);
+	free0 = sx_alloc_free_blocks(mp);
+	/* blocks [1, 10) of a onto [3, 12) of b */
+	assert_int_equal(sx_clone_range(mp, b, 3 * BS, a, BS, 9 * BS), 0);
+	assert_true(holds(b, 0, 3 * BS, 7));
+	assert_true(holds(b, 3 * BS, BS, 5));
+	assert_int_equal(phys(b, 4 * BS, NULL), 0);	/* the hole came along */
+	assert_true(holds(b, 4 * BS, 4 * BS, 0));
+	assert_true(holds(b, 8 * BS, 2 * BS, 6));
+	assert_true(phys(b, 10 * BS, &unw) != 0 && unw);
+	assert_true(holds(b, 10 * BS, 2 * BS, 0));
+	assert_int_equal(fsize(b), 12 * BS);
+	/* b's own 9 blocks there were freed; the shared ones cost nothing */
+	assert_true(sx_alloc_free_blocks(mp) + 1 >= free0 + 9);
+	assert_int_equal(refc(phys(a, 6 * BS, NULL)), 2);
+	(void)old;
+	/* past the destination's EOF: the size grows to cover the range */
+	assert_int_equal(sx_clone_range(mp, b, 20 * BS, a, 0, 2 * BS), 0);
+	assert_int_equal(fsize(b), 22 * BS);
+	assert_true(holds(b, 12 * BS, 8 * BS, 0));
+	assert_true(holds(b, 20 * BS, 2 * BS, 5));
+	/* within one file, not overlapping */
+	assert_int_equal(sx_clone_range(mp, a, 20 * BS, a, 0, 2 * BS), 0);
+	assert_true(holds(a, 20 * BS, 2 * BS, 5));
+	assert_int_equal(refc(phys(a, 0, NULL)), 3);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/* A length reaching the source's EOF takes its partial last block. */
+static void test_clone_eof(void **state)
+{
+	int a = mk("a"), b = mk("b"), c = mk("c");
+
+	put(a, 0, 2 * BS + 1000, 8);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(fsize(b), 2 * BS + 1000);
+	assert_true(holds(b, 0, 2 * BS + 1000, 8));
+	/* len 0 from an offset: to EOF */
+	assert_int_equal(sx_clone_range(mp, c, 4 * BS, a, BS, 0), 0);
+	assert_int_equal(fsize(c), 5 * BS + 1000);
+	{
+		u8 buf[BS + 1000];
+		u64 i;
+
+		assert_int_equal(sx_pread(mp, c, buf, sizeof(buf), 4 * BS), (s64)sizeof(buf));
+		for (i = 0; i < sizeof(buf); i++)
+			assert_int_equal(buf[i], pat(8, BS + i));
+	}
+	/* a length past EOF is cut to EOF */
+	assert_int_equal(sx_clone_range(mp, c, 8 * BS, a, 0, 100 * BS), 0);
+	assert_int_equal(fsize(c), 10 * BS + 1000);
+	/* the partial EOF block into the middle of a file: refused */
+	put(c, 0, 20 * BS, 9);
+	assert_int_equal(sx_clone_range(mp, c, 0, a, 0, 0), -EINVAL);
+	/* an empty source: nothing to do */
+	{
+		int e = mk("e");
+
+		assert_int_equal(sx_clone(mp, c, e), 0);
+		assert_int_equal(fsize(c), 20 * BS);
+		assert_int_equal(sx_close(mp, e), 0);
+	}
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_close(mp, c), 0);
+}
+
+/* Every refused request, each leaving both files untouched. */
+static void test_clone_errors(void **state)
+{
+	int a = mk("a"), b = mk("b");
+
+	put(a, 0, 4 * BS, 10);
+	put(b, 0, 4 * BS, 11);
+	assert_int_equal(sx_clone_range(mp, b, 1, a, 0, BS), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, b, 0, a, 1, BS), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, b, 0, a, 0, 100), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, b, 0, a, 4 * BS, BS), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, b, 0, a, 5 * BS, 0), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, b, ~0ull - BS + 1, a, 0, 2 * BS), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, a, BS, a, 0, 2 * BS), -EINVAL);
+	assert_int_equal(sx_clone(mp, a, a), -EINVAL);
+	assert_int_equal(sx_clone(mp, b, 999), -EBADF);
+	assert_int_equal(sx_clone(mp, 999, a), -EBADF);
+	assert_int_equal(sx_clone(mp, -1, a), -EBADF);
+	assert_int_equal(sx_setflags(mp, b, SX_DIFLAG_IMMUTABLE), 0);
+	assert_int_equal(sx_clone(mp, b, a), -EPERM);
+	assert_int_equal(sx_setflags(mp, b, SX_DIFLAG_APPEND), 0);
+	assert_int_equal(sx_clone(mp, b, a), -EPERM);
+	assert_int_equal(sx_setflags(mp, b, SX_DIFLAG_SWAPFILE), 0);
+	assert_int_equal(sx_clone(mp, b, a), -ETXTBSY);
+	assert_int_equal(sx_clone(mp, a, b), -ETXTBSY);
+	assert_int_equal(sx_setflags(mp, b, 0), 0);
+	/* an immutable source may be cloned from */
+	assert_int_equal(sx_setflags(mp, a, SX_DIFLAG_IMMUTABLE), 0);
+	assert_true(holds(b, 0, 4 * BS, 11));
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_true(holds(b, 0, 4 * BS, 10));
+	assert_int_equal(sx_setflags(mp, a, 0), 0);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/* A directory is -EISDIR (the root, through the inode-level entry point). */
+static void test_clone_isdir(void **state)
+{
+	struct sx_inode *root, *ip;
+	int a = mk("a");
+	u64 ino = 0;
+
+	put(a, 0, BS, 12);
+	assert_int_equal(sx_fd_get(mp, a, &ip), 0);
+	assert_int_equal(sx_fsinfo_root_ino(mp, &ino), 0);
+	assert_int_equal(sx_iget(mp, ino, 0, &root), 0);
+	assert_int_equal(sx_reflink_remap(root, 0, ip, 0, 0), -EISDIR);
+	assert_int_equal(sx_reflink_remap(ip, 0, root, 0, 0), -EISDIR);
+	assert_int_equal(sx_irele(root), 0);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_close(mp, a), 0);
+}
+
+/* Unlinking either side: the other keeps its data; refcounts drop to none. */
+static void test_clone_unlink(void **state)
+{
+	int a = mk("a"), b = mk("b");
+	u64 p, free0;
+
+	put(a, 0, 16 * BS, 13);
+	free0 = sx_alloc_free_blocks(mp);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	p = phys(a, 5 * BS, NULL);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_unlink(mp, "a"), 0);
+	assert_int_equal(refc(p), 1);
+	assert_true(holds(b, 0, 16 * BS, 13));
+	/* nothing was freed: b owns every block now */
+	assert_true(sx_alloc_free_blocks(mp) <= free0 + 1);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_unlink(mp, "b"), 0);
+	assert_true(sx_alloc_free_blocks(mp) >= free0 + 16);
+}
+
+/* Clones survive unmount; truncating and punching drop references. */
+static void test_clone_persist(void **state)
+{
+	int a = mk("a"), b = mk("b");
+	u64 p;
+
+	put(a, 0, 32 * BS, 14);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	p = phys(a, 20 * BS, NULL);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_open(mp, "a", &a), 0);
+	assert_int_equal(sx_open(mp, "b", &b), 0);
+	assert_true(holds(b, 0, 32 * BS, 14));
+	assert_int_equal(refc(p), 2);
+	assert_int_equal(sx_truncate(mp, a, 16 * BS), 0);
+	assert_int_equal(refc(p), 1);
+	assert_int_equal(sx_punch(mp, b, 0, 8 * BS), 0);
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	assert_true(holds(a, 0, 16 * BS, 14));
+	assert_true(holds(b, 8 * BS, 24 * BS, 14));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/* Many clone ranges and writes at random against a model of both files. */
+static void test_clone_random(void **state)
+{
+	enum { NF = 3, NBLK = 48 };
+	static u8 model[NF][NBLK * BS];
+	u64 seed = 0x1234567, sizes[NF] = { 0 };
+	int fd[NF], i, op;
+	u8 *buf = malloc(NBLK * BS);
+
+	for (i = 0; i < NF; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		fd[i] = mk(name);
+	}
+	memset(model, 0, sizeof(model));
+	for (op = 0; op < 400; op++) {
+		int d = sxt_rand(&seed) % NF, s = sxt_rand(&seed) % NF;
+		u64 off = sxt_rand(&seed) % (NBLK - 4), len = 1 + sxt_rand(&seed) % 4;
+
+		if (sxt_rand(&seed) % 2) {
+			u64 boff = off * BS + sxt_rand(&seed) % BS, blen = 1 + sxt_rand(&seed) % BS;
+			u64 j;
+
+			for (j = 0; j < blen; j++)
+				buf[j] = (u8)sxt_rand(&seed);
+			assert_int_equal(sx_pwrite(mp, fd[d], buf, blen, boff), (s64)blen);
+			memcpy(&model[d][boff], buf, blen);
+			if (boff + blen > sizes[d])
+				sizes[d] = boff + blen;
+		} else {
+			u64 soff = sxt_rand(&seed) % (NBLK - 4), doff = off, bytes;
+			bool to_eof;
+			int error;
+
+			if (soff * BS >= sizes[s])
+				continue;
+			if ((soff + len) * BS > sizes[s])
+				len = sx_howmany(sizes[s], BS) - soff;
+			to_eof = (soff + len) * BS >= sizes[s];
+			bytes = sx_min(len * BS, sizes[s] - soff * BS);
+			error = sx_clone_range(mp, fd[d], doff * BS, fd[s], soff * BS,
+					       to_eof ? 0 : len * BS);
+			if (d == s && doff < soff + len && soff < doff + len) {
+				assert_int_equal(error, -EINVAL);
+				continue;
+			}
+			if (to_eof && sizes[s] % BS && doff * BS + bytes < sizes[d]) {
+				/* the partial EOF block into the middle of a file */
+				assert_int_equal(error, -EINVAL);
+				continue;
+			}
+			assert_int_equal(error, 0);
+			{
+
+				memmove(&model[d][doff * BS], &model[s][soff * BS], len * BS);
+				if (doff * BS + bytes > sizes[d])
+					sizes[d] = doff * BS + bytes;
+			}
+		}
+		for (i = 0; i < NF; i++) {
+			assert_int_equal(fsize(fd[i]), sizes[i]);
+			assert_int_equal(sx_pread(mp, fd[i], buf, sizes[i], 0), (s64)sizes[i]);
+			assert_memory_equal(buf, model[i], sizes[i]);
+		}
+	}
+	for (i = 0; i < NF; i++)
+		assert_int_equal(sx_close(mp, fd[i]), 0);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_clone_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_cow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_range_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_eof, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_isdir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_unlink, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_persist, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_random, setup, teardown),
+	};
+
+	sxt_quiet();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
