@@ -35,6 +35,7 @@
 #include "alloc.h"
 #include "defer.h"
 #include "refcount.h"
+#include "efi.h"
 #include "reflink.h"
 #include "log.h"
 #include "mount.h"

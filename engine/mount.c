@@ -8,6 +8,9 @@
 #include "log.h"
 #include "alloc.h"
 #include "file.h"
+#include "defer.h"
+#include "efi.h"
+#include "reflink.h"
 
 /* Stop all further I/O; the first error is the one reported. */
 void sx_force_shutdown(struct sx_mount *mp, int error)
@@ -98,6 +101,33 @@ static void sx_mount_free(struct sx_mount *mp)
 	sx_free(mp);
 }
 
+/*
+ * Make the deferred-work types known to the log, once per process (or
+ * module): the item registry is global and recovery needs every type.
+ */
+static int sx_register_types(void)
+{
+	static int state;	/* 0: not yet, 1: being registered, 2: done */
+	int expect = 0, error;
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2)
+		return 0;
+	if (!__atomic_compare_exchange_n(&state, &expect, 1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 1)
+			;
+		return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2 ? 0 : -EINVAL;
+	}
+	error = sx_defer_register(&sx_efi_defer_ops);
+	if (!error) {
+		error = sx_reflink_register();
+		if (error)
+			sx_defer_unregister(&sx_efi_defer_ops);
+	}
+	__atomic_store_n(&state, error ? 0 : 2, __ATOMIC_RELEASE);
+	return error;
+}
+
 /* Open the filesystem on @bd. */
 SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		    struct sx_mount **mpp)
@@ -109,6 +139,9 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 
 	if (!opts)
 		opts = &defaults;
+	error = sx_register_types();
+	if (error)
+		return error;
 	if ((opts->mo_flags & SX_MOUNT_NORECOVERY) && !(opts->mo_flags & SX_MOUNT_RDONLY))
 		return -EINVAL;
 	rdonly = opts->mo_flags & SX_MOUNT_RDONLY;
@@ -118,6 +151,7 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	mp->m_bdev = bd;
 	sx_mutex_init(&mp->m_sb_lock);
 	sx_list_init(&mp->m_rintents);
+	sx_list_init(&mp->m_dcaptured);
 	snprintf(mp->m_name, sizeof(mp->m_name), "%s", opts->mo_name ? opts->mo_name : "sx");
 	if (rdonly)
 		mp->m_flags |= SX_MF_RDONLY;

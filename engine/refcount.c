@@ -25,6 +25,7 @@
  */
 #include "util.h"
 #include "refcount.h"
+#include "efi.h"
 #include "btree.h"
 #include "buf.h"
 #include "trans.h"

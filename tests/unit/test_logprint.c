@@ -70,7 +70,8 @@ struct test_efi {
 };
 
 /* Decode a test EFI payload. */
-static void test_efi_print(const void *payload, u32 len, sx_print_fn pr, void *arg)
+static void test_efi_print(const struct sx_item_ops *ops, const void *payload, u32 len,
+			   sx_print_fn pr, void *arg)
 {
 	const struct test_efi *te = payload;
 
@@ -84,7 +85,8 @@ static void test_efi_print(const void *payload, u32 len, sx_print_fn pr, void *a
 }
 
 /* Never called: every test EFI is done in the transaction that logs it. */
-static int test_efi_recover(struct sx_mount *mp, const struct sx_recovered_intent *ri)
+static int test_efi_recover(const struct sx_item_ops *ops, struct sx_mount *mp,
+			    const struct sx_recovered_intent *ri)
 {
 	return -EFSCORRUPTED;
 }
