@@ -150,6 +150,7 @@ static void assert_sb_equal(const struct sx_sb *a, const struct sx_sb *b)
 	assert_int_equal(a->sb_bmapstart, b->sb_bmapstart);
 	assert_int_equal(a->sb_bmapblocks, b->sb_bmapblocks);
 	assert_int_equal(a->sb_datastart, b->sb_datastart);
+	assert_int_equal(a->sb_fsinfo, b->sb_fsinfo);
 	assert_int_equal(a->sb_ctime, b->sb_ctime);
 	assert_string_equal(a->sb_label, b->sb_label);
 }
@@ -233,6 +234,8 @@ static void check_layout(const struct sx_sb *sb, u64 devsize)
 	assert_true((u64)(sb->sb_bmapblocks - 1) * bits < sb->sb_dblocks);
 	assert_int_equal(sb->sb_datastart, sb->sb_bmapstart + sb->sb_bmapblocks);
 	assert_true(sb->sb_datastart + 16 <= sb->sb_dblocks);
+	/* the fsinfo block is the first data block */
+	assert_int_equal(sb->sb_fsinfo, sb->sb_datastart);
 	assert_int_equal(sb->sb_log_tail, SX_LSN(1, 0));
 	assert_int_equal(sb->sb_log_epoch, 0);
 	assert_int_equal(sb->sb_seq, 1);
@@ -450,6 +453,13 @@ C(data_high, sb_datastart, X_CORRUPT, d->sb_datastart = cpu_to_le64(g->sb_datast
 C(data_end, sb_datastart, X_CORRUPT, d->sb_datastart = cpu_to_le64(g->sb_dblocks))
 C(ctime0, sb_ctime, X_ANY, d->sb_ctime = 0)
 C(ctime_max, sb_ctime, X_ANY, d->sb_ctime = cpu_to_le64(~0ull))
+C(fsinfo0, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = 0)
+C(fsinfo_sb1, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(1))
+C(fsinfo_log, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_logstart + 1))
+C(fsinfo_bmap, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_bmapstart))
+C(fsinfo_data_low, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_datastart - 1))
+C(fsinfo_end, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_dblocks))
+C(fsinfo_max, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(~0ull))
 C(label_junk, sb_label, X_CORRUPT, d->sb_label[SX_LABEL_SIZE - 1] = 'x')
 C(label_after_nul, sb_label, X_CORRUPT, d->sb_label[strlen(g->sb_label) + 1] = 1)
 
@@ -505,6 +515,13 @@ static const struct corruption corruptions[] = {
 	E(data_end, sb_datastart, X_CORRUPT),
 	E(ctime0, sb_ctime, X_ANY),
 	E(ctime_max, sb_ctime, X_ANY),
+	E(fsinfo0, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_sb1, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_log, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_bmap, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_data_low, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_end, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_max, sb_fsinfo, X_CORRUPT),
 	E(label_junk, sb_label, X_CORRUPT),
 	E(label_after_nul, sb_label, X_CORRUPT),
 };
