@@ -380,9 +380,8 @@ static struct sx_inode *ic_lookup_rcu(struct sx_icache *ic, u64 ino)
 
 /*
  * Under the cache lock: the live inode @ino, referenced, or NULL; *@freeing
- * says whether an inode @ino is being freed.  A live inode whose count
- * just dropped to zero, before its last sx_irele() took the lock, is taken
- * back: that sx_irele() then leaves it alone.
+ * says whether an inode @ino is being freed.  (A count only reaches zero
+ * under this lock, in the same hold that marks the inode SX_IF_FREEING.)
  */
 static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *freeing)
 {
@@ -509,7 +508,12 @@ static int ino_inactive(struct sx_inode *ip)
 	bool isfree, doomed;
 	int error;
 
-	if (sx_is_shutdown(mp) || (mp->m_flags & SX_MF_RDONLY))
+	/*
+	 * Not on a read-only or dead mount, and not during recovery: an
+	 * intent being finished may drop the last reference inside its own
+	 * transaction; sx_recover_unlinked() frees what is left afterwards.
+	 */
+	if (sx_is_shutdown(mp) || (mp->m_flags & (SX_MF_RDONLY | SX_MF_RECOVERY)))
 		return 0;
 	/* a new inode whose transaction was cancelled: nothing on disk */
 	error = sx_alloc_is_free(mp, ip->i_ino, &isfree);
@@ -534,16 +538,27 @@ int sx_irele(struct sx_inode *ip)
 	s32 c;
 	int error = 0;
 
-	c = sx_atomic_add_return(&ip->i_count, -1);
-	VERIFY(c >= 0);
-	if (c > 0)
+	/* not the last reference: drop it without the lock */
+	for (;;) {
+		c = sx_atomic_read(&ip->i_count);
+		VERIFY(c > 0);
+		if (c == 1)
+			break;
+		if (sx_atomic_cmpxchg(&ip->i_count, c, c - 1) == c)
+			return 0;
+	}
+	/* a hold and release by the code freeing it (nobody else can get one) */
+	if (__atomic_load_n(&ip->i_iflags, __ATOMIC_ACQUIRE) & SX_IF_FREEING) {
+		sx_atomic_add_return(&ip->i_count, -1);
 		return 0;
-	/* a hold and release by the code freeing it */
-	if (__atomic_load_n(&ip->i_iflags, __ATOMIC_ACQUIRE) & SX_IF_FREEING)
-		return 0;
+	}
+	/*
+	 * The last one goes under the cache lock, so that a lookup under the
+	 * lock cannot take the inode back between the drop and the marking;
+	 * an RCU lookup that got in first keeps it alive.
+	 */
 	sx_mutex_lock(&ic->ic_lock);
-	if (sx_atomic_read(&ip->i_count) != 0) {
-		/* taken back by a lookup under the lock */
+	if (sx_atomic_add_return(&ip->i_count, -1) != 0) {
 		sx_mutex_unlock(&ic->ic_lock);
 		return 0;
 	}
@@ -973,11 +988,13 @@ int sx_recover_unlinked(struct sx_mount *mp)
 			       (unsigned long long)head, error);
 			return error == -ENOENT ? -EFSCORRUPTED : error;
 		}
-		if (SX_IS_CORRUPT(mp, ip->i_nlink != 0)) {
+		if (SX_IS_CORRUPT(mp, ip->i_nlink != 0 || ip->i_opens != 0)) {
 			sx_irele(ip);
 			return -EFSCORRUPTED;
 		}
-		error = sx_irele(ip);
+		/* freed here, not by the release (nothing is freed while recovering) */
+		error = sx_inode_free(ip);
+		sx_irele(ip);
 		if (error)
 			return error;
 		mp->m_rstats.rs_unlinked++;
