@@ -515,7 +515,8 @@ static int sx_io_free_blocks(struct sx_io *io, u64 fb, u64 nb)
 	sx_ilock(ip, SX_ILOCK_EXCL);
 	error = sx_bmap_next(NULL, ip, fb, &got, &found);
 	sx_iunlock(ip, SX_ILOCK_EXCL);
-	if (error || !found || got.br_startoff - fb >= nb)
+	/* (the mapping found may start before @fb: it contains it) */
+	if (error || !found || (got.br_startoff > fb && got.br_startoff - fb >= nb))
 		return error;
 	error = sx_io_trans(io, sx_file_free_res(mp, ip), 0, &tp);
 	if (error)
