@@ -9,8 +9,11 @@
  * each bitmap block on its own: header, CRC, index, the bits that must be
  * set (the superblock copies, the log, the bitmap, everything past the end
  * of the filesystem), the free count against the zero bits, and the block's
- * LSN against the log head.  Memory is one record buffer (inside the log
- * scan) and one block at a time.
+ * LSN against the log head.  Then the fsinfo block, the root directory's
+ * inode and the unlinked list: each block verified and in use in the bitmap,
+ * the root a directory, every entry of the list an inode with no links, the
+ * list without a cycle.  Memory is one record buffer (inside the log scan)
+ * and one block at a time.
  *
  * Every problem goes to the report callback as one line starting with
  * "problem: " and is counted; lines starting with "note: " are facts.
@@ -22,6 +25,8 @@
 #include "item.h"
 #include "alloc.h"
 #include "mount.h"
+#include "fsinfo.h"
+#include "inode.h"
 #include "check.h"
 
 /* Longest line handed to the report callback. */
@@ -762,6 +767,105 @@ static int ck_bitmap(struct sx_checker *ck, const struct sx_sb *sb)
 	return 0;
 }
 
+/*
+ * The fsinfo block, the root inode and the unlinked list.
+ */
+
+/* Whether bitmap bit @bno is set; -errno if its bitmap block cannot be read. */
+static int ck_block_used(struct sx_checker *ck, const struct sx_sb *sb, u8 *buf, u64 bno,
+			 bool *used)
+{
+	u64 bits = SX_BITMAP_BITS(sb->sb_blocksize), i;
+	u32 idx = (u32)(bno / bits);
+	int error;
+
+	error = sx_dev_read(ck->ck_mp, sb->sb_bmapstart + idx, 1, buf);
+	if (error)
+		return error;
+	i = bno - (u64)idx * bits;
+	*used = (buf[SX_BITMAP_HDR_SIZE + i / 8] >> (i % 8)) & 1;
+	return 0;
+}
+
+/*
+ * Read block @bno, what @what names, through the verifier @ops; report a
+ * problem and return false if it fails or is free in the bitmap.
+ */
+static bool ck_meta_block(struct sx_checker *ck, const struct sx_sb *sb, u8 *buf, u64 bno,
+			  const struct sx_buf_ops *ops, u64 owner, const char *what)
+{
+	bool used = true;
+	int error;
+
+	if (bno < sb->sb_datastart || bno >= sb->sb_dblocks) {
+		ck_problem(ck, "%s: block %llu lies outside the data area", what, (sx_ull)bno);
+		return false;
+	}
+	if (!ck_block_used(ck, sb, buf, bno, &used) && !used)
+		ck_problem(ck, "%s (block %llu) is free in the bitmap", what, (sx_ull)bno);
+	error = sx_dev_read(ck->ck_mp, bno, 1, buf);
+	if (!error)
+		error = sx_buf_verify(ck->ck_mp, buf, bno, ops, owner);
+	if (error) {
+		ck_problem(ck, "%s (block %llu): %s (%d)", what, (sx_ull)bno,
+			   sx_offline_errname(error), error);
+		return false;
+	}
+	return used;
+}
+
+/* Check the fsinfo block, the root directory and the unlinked list. */
+static int ck_fsinfo(struct sx_checker *ck, const struct sx_sb *sb)
+{
+	const struct sx_dfsinfo *fi;
+	const struct sx_dinode *di;
+	u64 root, icount, cur, n = 0;
+	char what[64];
+	u8 *buf;
+
+	buf = sx_alloc(ck->ck_mp->m_bsize, 0);
+	if (!buf)
+		return -ENOMEM;
+	if (!ck_meta_block(ck, sb, buf, sb->sb_fsinfo, &sx_fsinfo_buf_ops, 0, "fsinfo block"))
+		goto out_free;
+	fi = (const void *)buf;
+	root = le64_to_cpu(fi->fi_rootino);
+	icount = le64_to_cpu(fi->fi_icount);
+	cur = le64_to_cpu(fi->fi_unlinked);
+
+	if (ck_meta_block(ck, sb, buf, root, &sx_inode_buf_ops, root, "root directory inode")) {
+		di = (const void *)buf;
+		if ((le16_to_cpu(di->di_mode) & SX_IFMT) != SX_IFDIR)
+			ck_problem(ck, "root inode %llu is not a directory (mode 0%o)",
+				   (sx_ull)root, le16_to_cpu(di->di_mode));
+		if (le32_to_cpu(di->di_nlink) == 0)
+			ck_problem(ck, "root inode %llu has no links", (sx_ull)root);
+	}
+
+	while (cur) {
+		if (++n > icount) {
+			ck_problem(ck, "unlinked list: more entries than the %llu inodes in use (a cycle?)",
+				   (sx_ull)icount);
+			break;
+		}
+		if (cur == root)
+			ck_problem(ck, "unlinked list: holds the root inode %llu", (sx_ull)root);
+		snprintf(what, sizeof(what), "unlinked list entry %llu", (sx_ull)n);
+		if (!ck_meta_block(ck, sb, buf, cur, &sx_inode_buf_ops, cur, what))
+			break;
+		di = (const void *)buf;
+		if (le32_to_cpu(di->di_nlink) != 0)
+			ck_problem(ck, "unlinked list: inode %llu has %u links",
+				   (sx_ull)cur, le32_to_cpu(di->di_nlink));
+		cur = le64_to_cpu(di->di_next_unlinked);
+	}
+	ck_note(ck, "fsinfo: root inode %llu, %llu inodes in use, %llu on the unlinked list",
+		(sx_ull)root, (sx_ull)icount, (sx_ull)n);
+out_free:
+	sx_free(buf);
+	return 0;
+}
+
 /* Verify everything on an unmounted device. */
 SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg, u64 *problems)
 {
@@ -790,6 +894,9 @@ SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg, u64 *pro
 	if (error)
 		goto out_done;
 	error = ck_bitmap(&ck, &sb);
+	if (error)
+		goto out_done;
+	error = ck_fsinfo(&ck, &sb);
 	if (error)
 		goto out_done;
 	if (ck.ck_records && ck.ck_problems > 1)

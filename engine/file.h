@@ -8,6 +8,7 @@
 #include "util.h"
 
 struct sx_inode;
+struct sx_trans;
 
 /** sx_files_init() / sx_files_destroy() - the mount's descriptor table */
 int sx_files_init(struct sx_mount *mp);
@@ -20,5 +21,22 @@ int sx_fd_get(struct sx_mount *mp, int fd, struct sx_inode **ipp);
  * next log force flushes before it writes, so data is durable before the
  * metadata that maps it */
 int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf);
+
+/**
+ * sx_file_free_blocks() - unmap and free (or drop a reference to, for a
+ * file that may share blocks) every mapped block of file blocks
+ * [@fb, @fb + @nb) of the regular file @ip
+ * @tpp: the caller's transaction, of at least sx_file_free_res() bytes;
+ *       rolled once per mapped piece (each a complete step, finished with
+ *       its EFI or CUI work); on return a fresh transaction for the caller
+ *       to commit, or on error the caller's to cancel (it may be NULL)
+ *
+ * The caller holds @ip's ilock.  Used by truncate/punch and by the freeing
+ * of an unlinked inode.
+ */
+int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 nb);
+
+/** sx_file_free_res() - log bytes of one step of sx_file_free_blocks() */
+u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip);
 
 #endif /* SX_FILE_H */

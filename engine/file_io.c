@@ -455,7 +455,7 @@ static int sx_io_zero(struct sx_io *io, u64 pos, u64 end)
 }
 
 /* Log bytes of one step of freeing a mapped piece. */
-static u32 sx_io_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
+u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
 {
 	return sx_bmap_res_bytes(mp, ip) + sx_efi_res_bytes(mp) +
 	       sx_reflink_cow_res_bytes(mp, ip) + sx_inode_res_bytes(mp);
@@ -466,7 +466,40 @@ static u32 sx_io_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
  * of transactions, one mapped piece each; each piece is unmapped in the
  * transaction that logs the intent to free it (or to drop a reference to
  * it, for a file that may share blocks), which is finished before the next.
+ * The caller holds the ilock and a transaction of sx_file_free_res().
  */
+int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 nb)
+{
+	struct sx_bmap_irec got;
+	int error;
+
+	if (nb == 0)
+		return 0;
+	for (;;) {
+		error = sx_bmap_unmap_one(*tpp, ip, fb, nb, &got);
+		if (error)
+			return error;
+		if (got.br_startblock == SX_HOLE)
+			return 0;
+		if (ip->i_flags & SX_DIFLAG_REFLINK)
+			error = sx_refcount_decrease_later(*tpp, got.br_startblock,
+							   got.br_blockcount);
+		else
+			error = sx_efi_free_later(*tpp, got.br_startblock, got.br_blockcount);
+		if (error)
+			return error;
+		sx_file_touch(ip);
+		error = sx_inode_log(*tpp, ip);
+		if (!error)
+			error = sx_defer_finish(tpp);
+		if (!error)
+			error = sx_trans_roll(tpp);
+		if (error)
+			return error;
+	}
+}
+
+/* sx_file_free_blocks() in a chain of its own, for the data path. */
 static int sx_io_free_blocks(struct sx_io *io, u64 fb, u64 nb)
 {
 	struct sx_mount *mp = io->io_mp;
@@ -482,33 +515,15 @@ static int sx_io_free_blocks(struct sx_io *io, u64 fb, u64 nb)
 	sx_ilock(ip, SX_ILOCK_EXCL);
 	error = sx_bmap_next(NULL, ip, fb, &got, &found);
 	sx_iunlock(ip, SX_ILOCK_EXCL);
-	if (error || !found || got.br_startoff - fb >= nb)
+	/* (the mapping found may start before @fb: it contains it) */
+	if (error || !found || (got.br_startoff > fb && got.br_startoff - fb >= nb))
 		return error;
-	error = sx_io_trans(io, sx_io_free_res(mp, ip), 0, &tp);
+	error = sx_io_trans(io, sx_file_free_res(mp, ip), 0, &tp);
 	if (error)
 		return error;
-	for (;;) {
-		error = sx_bmap_unmap_one(tp, ip, fb, nb, &got);
-		if (error)
-			goto out_cancel;
-		if (got.br_startblock == SX_HOLE)
-			break;
-		if (ip->i_flags & SX_DIFLAG_REFLINK)
-			error = sx_refcount_decrease_later(tp, got.br_startblock,
-							   got.br_blockcount);
-		else
-			error = sx_efi_free_later(tp, got.br_startblock, got.br_blockcount);
-		if (error)
-			goto out_cancel;
-		sx_file_touch(ip);
-		error = sx_inode_log(tp, ip);
-		if (!error)
-			error = sx_defer_finish(&tp);
-		if (!error)
-			error = sx_trans_roll(&tp);
-		if (error)
-			goto out_cancel;
-	}
+	error = sx_file_free_blocks(&tp, ip, fb, nb);
+	if (error)
+		goto out_cancel;
 	return sx_io_commit(io, tp);
 out_cancel:
 	sx_io_cancel(io, tp);

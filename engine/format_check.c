@@ -26,6 +26,22 @@ SX_SIZE(sx_dlog_bmap, 40);
 SX_SIZE(sx_dlog_efi, 16);
 SX_SIZE(sx_dlog_cui, 16);
 
+/* field offsets that moved out of a reserved area must stay where they are */
+#define SX_OFF(type, field, off) \
+	_Static_assert(offsetof(struct type, field) == (off), #type "." #field " moved")
+
+SX_OFF(sx_dsb, sb_label, 128);
+SX_OFF(sx_dsb, sb_fsinfo, 160);
+SX_OFF(sx_dsb, sb_reserved, 168);
+SX_OFF(sx_dfsinfo, fi_rootino, 48);
+SX_OFF(sx_dfsinfo, fi_unlinked, 56);
+SX_OFF(sx_dfsinfo, fi_next_gen, 64);
+SX_OFF(sx_dfsinfo, fi_icount, 72);
+SX_OFF(sx_dfsinfo, fi_refc_root, 80);
+SX_OFF(sx_dfsinfo, fi_refc_level, 88);
+SX_OFF(sx_dinode, di_next_unlinked, 120);
+_Static_assert(sizeof(((struct sx_dsb *)0)->sb_reserved) == 39 * 8, "sb_reserved size");
+
 _Static_assert(sizeof(struct sx_dsb) <= SX_SB_SIZE, "superblock exceeds its sector");
 _Static_assert(SX_DINODE_CORE + sizeof(struct sx_ddir_rec) <= SX_MIN_BLOCKSIZE,
 	       "a 512-byte inode must hold one directory entry inline");

@@ -15,6 +15,7 @@
 
 struct sx_trans;
 struct sx_buf;
+struct sx_sb;
 
 /* Lock modes of sx_ilock(). */
 enum {
@@ -117,6 +118,14 @@ int sx_recover_unlinked(struct sx_mount *mp);
 
 /** sx_inode_free() - free an unlinked inode's blocks and the inode itself */
 int sx_inode_free(struct sx_inode *ip);
+
+/**
+ * sx_inode_init_block() - format a whole new inode block image: core as
+ * given, empty inline fork, sealed with its CRC (mkfs writes the root
+ * directory with it)
+ */
+void sx_inode_init_block(const struct sx_sb *sb, u64 ino, u16 mode, u32 nlink, u64 gen,
+			 s64 now, void *data);
 
 /** sx_inode_res_bytes() - log bytes for logging one inode core */
 u32 sx_inode_res_bytes(const struct sx_mount *mp);

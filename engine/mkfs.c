@@ -4,12 +4,17 @@
  *
  * Order matters for a mkfs that is interrupted: the old superblocks go first
  * (so an old filesystem can never be mounted over a half-written new one),
- * then the bitmap and the head of the log, and the new superblocks last, each
- * stage made durable before the next.
+ * then the bitmap, the fsinfo block, the root directory and the head of the
+ * log, and the new superblocks last, each stage made durable before the next.
+ *
+ * The fsinfo block is the first data block and the root directory's inode
+ * the next one; both are marked in use in the bitmap as written.
  */
 #include "util.h"
 #include "sb.h"
 #include "alloc.h"
+#include "fsinfo.h"
+#include "inode.h"
 #include <swapext/swapext.h>
 
 /* Bytes of bitmap written per device write. */
@@ -52,6 +57,29 @@ static int mkfs_wipe_sb(struct sx_bdev *bd, const struct sx_sb *sb, void *zero,
 	return 0;
 }
 
+/* The root directory's inode: the block after the fsinfo block. */
+static u64 mkfs_rootino(const struct sx_sb *sb)
+{
+	return sb->sb_fsinfo + 1;
+}
+
+/* Mark block @bno in use in bitmap block image @data (index @idx), if it is there. */
+static void mkfs_bitmap_take(const struct sx_sb *sb, u32 idx, void *data, u64 bno)
+{
+	struct sx_dbitmap *bm = data;
+	u64 bits = SX_BITMAP_BITS(sb->sb_blocksize), base = (u64)idx * bits, i;
+	u8 *map = (u8 *)data + SX_BITMAP_HDR_SIZE;
+
+	if (bno < base || bno >= base + bits)
+		return;
+	i = bno - base;
+	ASSERT(!(map[i / 8] & (1u << (i % 8))));
+	map[i / 8] |= (u8)(1u << (i % 8));
+	bm->bm_nfree = cpu_to_le32(le32_to_cpu(bm->bm_nfree) - 1);
+	bm->bm_hdr.bh_crc = cpu_to_le32(sx_cksum_skip(data, sb->sb_blocksize,
+					offsetof(struct sx_dblk_hdr, bh_crc)));
+}
+
 /* Format and write every bitmap block, many blocks per write. */
 static int mkfs_write_bitmap(struct sx_bdev *bd, const struct sx_sb *sb)
 {
@@ -67,8 +95,11 @@ static int mkfs_write_bitmap(struct sx_bdev *bd, const struct sx_sb *sb)
 		return -ENOMEM;
 	for (idx = 0; idx < sb->sb_bmapblocks; idx += n) {
 		n = sx_min(per, sb->sb_bmapblocks - idx);
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			sx_bitmap_init_block(sb, idx + i, buf + (size_t)i * bs);
+			mkfs_bitmap_take(sb, idx + i, buf + (size_t)i * bs, sb->sb_fsinfo);
+			mkfs_bitmap_take(sb, idx + i, buf + (size_t)i * bs, mkfs_rootino(sb));
+		}
 		error = mkfs_write(bd, (sb->sb_bmapstart + idx) << sb->sb_blocklog,
 				   buf, (size_t)n * bs);
 		if (error)
@@ -117,6 +148,17 @@ SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
 	error = mkfs_write_bitmap(bd, &sb);
 	if (error)
 		goto out_free;
+	/* the fsinfo block (generation 1 is the root's) and the empty root */
+	sx_fsinfo_init_block(&sb, mkfs_rootino(&sb), 2, 1, zero);
+	error = mkfs_write(bd, sb.sb_fsinfo << sb.sb_blocklog, zero, sb.sb_blocksize);
+	if (error)
+		goto out_free;
+	sx_inode_init_block(&sb, mkfs_rootino(&sb), SX_IFDIR | 0755, 2, 1, (s64)sb.sb_ctime,
+			    zero);
+	error = mkfs_write(bd, mkfs_rootino(&sb) << sb.sb_blocklog, zero, sb.sb_blocksize);
+	if (error)
+		goto out_free;
+	memset(zero, 0, zlen);
 	/*
 	 * Only the first log block needs to be zero: recovery stops at the
 	 * first record that fails its uuid, LSN or CRC chain check, so stale

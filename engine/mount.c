@@ -8,6 +8,8 @@
 #include "log.h"
 #include "alloc.h"
 #include "file.h"
+#include "inode.h"
+#include "fsinfo.h"
 #include "defer.h"
 #include "efi.h"
 #include "reflink.h"
@@ -94,6 +96,7 @@ int sx_write_sb(struct sx_mount *mp)
 static void sx_mount_free(struct sx_mount *mp)
 {
 	sx_files_destroy(mp);
+	sx_icache_destroy(mp);
 	sx_alloc_destroy(mp);
 	sx_log_destroy(mp);
 	sx_bcache_destroy(mp);
@@ -195,12 +198,21 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	error = sx_alloc_init(mp);
 	if (error)
 		goto out_free;
+	error = sx_fsinfo_mount(mp);
+	if (error)
+		goto out_free;
+	error = sx_icache_init(mp);
+	if (error)
+		goto out_free;
 	error = sx_files_init(mp);
 	if (error)
 		goto out_free;
 	if (!rdonly) {
+		/* pass 3: unfinished intents, then the files left with no name */
 		error = sx_log_recover_intents(mp);
-		if (!error && dirty)
+		if (!error)
+			error = sx_recover_unlinked(mp);
+		if (!error && (dirty || mp->m_rstats.rs_unlinked))
 			error = sx_log_checkpoint(mp);
 		if (error)
 			goto out_free;

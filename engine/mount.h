@@ -13,6 +13,7 @@ struct sx_log;
 struct sx_bcache;
 struct sx_alloc;
 struct sx_files;
+struct sx_icache;
 
 /* Counters of deferred work, m_dstat[] */
 enum {
@@ -45,6 +46,10 @@ struct sx_mount {
 	struct sx_list	m_dcaptured;	/* their deferred work, captured (defer.c) */
 	struct sx_atomic64 m_dstat[4];	/* SX_DSTAT_* (defer.c) */
 	struct sx_files	*m_files;	/* open descriptors (file.c) */
+	struct sx_icache *m_icache;	/* in-core inodes (inode.c) */
+	struct sx_mutex	m_unlinked_lock; /* serialises removals from the unlinked list */
+	u64		m_rootino;	/* the root directory (fsinfo, fixed at mkfs) */
+	u32		m_refc_nlevels;	/* refcount tree height, greatest seen (fsinfo.c) */
 };
 
 /** sx_is_shutdown() - true once the mount has stopped all I/O */

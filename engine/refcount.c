@@ -31,6 +31,7 @@
 #include "trans.h"
 #include "alloc.h"
 #include "inode.h"
+#include "fsinfo.h"
 #include "mount.h"
 
 /* B+tree changes one step makes at most. */

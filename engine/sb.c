@@ -91,6 +91,11 @@ static int sb_check_geometry(const struct sx_mount *mp, const struct sx_sb *sb)
 			  sb->sb_datastart >= sb->sb_dblocks))
 		return -EFSCORRUPTED;
 
+	/* the fsinfo block is allocated from the data area */
+	if (SX_IS_CORRUPT(mp, sb->sb_fsinfo < sb->sb_datastart ||
+			  sb->sb_fsinfo >= sb->sb_dblocks))
+		return -EFSCORRUPTED;
+
 	if (SX_IS_CORRUPT(mp, SX_LSN_CYCLE(sb->sb_log_tail) < 1 ||
 			  SX_LSN_BLOCK(sb->sb_log_tail) >= sb->sb_logblocks))
 		return -EFSCORRUPTED;
@@ -122,6 +127,7 @@ void sx_sb_from_disk(const void *buf, struct sx_sb *sb)
 	sb->sb_bmapstart = le64_to_cpu(dsb->sb_bmapstart);
 	sb->sb_bmapblocks = le32_to_cpu(dsb->sb_bmapblocks);
 	sb->sb_datastart = le64_to_cpu(dsb->sb_datastart);
+	sb->sb_fsinfo = le64_to_cpu(dsb->sb_fsinfo);
 	sb->sb_ctime = le64_to_cpu(dsb->sb_ctime);
 	memcpy(sb->sb_label, dsb->sb_label, SX_LABEL_SIZE);
 	sb->sb_label[SX_LABEL_SIZE] = '\0';
@@ -197,6 +203,7 @@ void sx_sb_encode(const struct sx_sb *sb, void *buf)
 	dsb->sb_bmapstart = cpu_to_le64(sb->sb_bmapstart);
 	dsb->sb_bmapblocks = cpu_to_le32(sb->sb_bmapblocks);
 	dsb->sb_datastart = cpu_to_le64(sb->sb_datastart);
+	dsb->sb_fsinfo = cpu_to_le64(sb->sb_fsinfo);
 	dsb->sb_ctime = cpu_to_le64(sb->sb_ctime);
 	lablen = sb_label_len(sb->sb_label, SX_LABEL_SIZE);
 	memcpy(dsb->sb_label, sb->sb_label, lablen);
@@ -257,6 +264,7 @@ static bool sb_same_fs(const struct sx_sb *a, const struct sx_sb *b)
 	       a->sb_bmapstart == b->sb_bmapstart &&
 	       a->sb_bmapblocks == b->sb_bmapblocks &&
 	       a->sb_datastart == b->sb_datastart &&
+	       a->sb_fsinfo == b->sb_fsinfo &&
 	       memcmp(a->sb_uuid, b->sb_uuid, SX_UUID_SIZE) == 0;
 }
 
@@ -513,6 +521,7 @@ int sx_sb_geometry(const struct sx_geometry_opts *go, u64 devsize, u32 sectsize,
 	sb->sb_bmapstart = sb->sb_logstart + logblocks;
 	sb->sb_bmapblocks = (u32)bmapblocks;
 	sb->sb_datastart = sb->sb_bmapstart + bmapblocks;
+	sb->sb_fsinfo = sb->sb_datastart;	/* mkfs allocates it first */
 	sb->sb_ctime = sx_wall_ns();
 	if (lablen)
 		memcpy(sb->sb_label, go->go_label, lablen);

@@ -30,6 +30,7 @@ struct sx_sb {
 	u64	sb_bmapstart;
 	u32	sb_bmapblocks;
 	u64	sb_datastart;
+	u64	sb_fsinfo;		/* the fsinfo block */
 	u64	sb_ctime;
 	char	sb_label[SX_LABEL_SIZE + 1];
 };
@@ -51,7 +52,7 @@ struct sx_geometry_opts {
  *
  * Return: 0, -EFSBADCRC on a checksum mismatch, -EFSCORRUPTED on any field
  * out of bounds (magic, version, block size, geometry overlap, log bounds,
- * tail LSN, reserved bytes).
+ * tail LSN, fsinfo block, reserved bytes).
  */
 int sx_sb_decode(const struct sx_mount *mp, const void *buf, struct sx_sb *sb);
 

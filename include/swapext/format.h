@@ -12,7 +12,9 @@
  *                  so a torn superblock write always leaves one good copy
  *   logstart..     the circular log, logblocks long
  *   bmapstart..    the free-space bitmap, bmapblocks long
- *   datastart..    space managed by the allocator
+ *   datastart..    space managed by the allocator; mkfs allocates the
+ *                  fsinfo block (sb_fsinfo, the first data block) and the
+ *                  root directory inode (the block after it) there
  */
 #ifndef SWAPEXT_FORMAT_H
 #define SWAPEXT_FORMAT_H
@@ -82,7 +84,8 @@ struct sx_dsb {
 	__le64	sb_datastart;		/* first block the allocator manages */
 	__le64	sb_ctime;		/* mkfs time, ns since the epoch */
 	char	sb_label[SX_LABEL_SIZE];
-	__le64	sb_reserved[40];	/* zero; room for later fields */
+	__le64	sb_fsinfo;		/* block of the fsinfo block (in the data area) */
+	__le64	sb_reserved[39];	/* zero; room for later fields */
 };
 
 /*

@@ -57,6 +57,7 @@ struct sx_recovery_stats {
 	u64	rs_head_lsn;
 	u64	rs_tail_lsn;
 	int	rs_stop_reason;		/* 0: clean end of the log; else why it stopped */
+	u64	rs_unlinked;		/* inodes with no name freed after recovery */
 };
 
 /**

@@ -179,8 +179,9 @@ static bool state_matches(struct sx_mount *mp, const struct state *st)
 			return false;
 		nalloc += st->e[i].len;
 	}
+	/* mkfs took the first two data blocks: the fsinfo block and the root inode */
 	for (b = mp->m_sb.sb_datastart; b < mp->m_sb.sb_dblocks; b++) {
-		bool isfree, want_free = true;
+		bool isfree, want_free = b >= mp->m_sb.sb_fsinfo + 2;
 
 		if (sx_alloc_is_free(mp, b, &isfree))
 			return false;
@@ -191,7 +192,7 @@ static bool state_matches(struct sx_mount *mp, const struct state *st)
 			return false;
 	}
 	return sx_alloc_free_blocks(mp) ==
-	       mp->m_sb.sb_dblocks - mp->m_sb.sb_datastart - nalloc;
+	       mp->m_sb.sb_dblocks - mp->m_sb.sb_datastart - 2 - nalloc;
 }
 
 /* Which recorded state a mounted filesystem holds, in the allowed range. */

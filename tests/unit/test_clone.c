@@ -17,6 +17,7 @@
 #include "inode.h"
 #include "file.h"
 #include "refcount.h"
+#include "fsinfo.h"
 #include "reflink.h"
 
 #define MIB	(1ull << 20)

@@ -14,10 +14,13 @@
 
 #define MIB		(1ull << 20)
 
-/* First data block, where tests put their test blocks. */
+/*
+ * First free data block, where tests put their test blocks (mkfs takes the
+ * first two data blocks: the fsinfo block and the root directory's inode).
+ */
 static u64 data0(struct sx_mount *mp)
 {
-	return mp->m_sb.sb_datastart;
+	return mp->m_sb.sb_datastart + 2;
 }
 
 /* Write test block @blkno at @gen in its own transaction. */

@@ -23,6 +23,7 @@
 #include "inode.h"
 #include "defer.h"
 #include "refcount.h"
+#include "fsinfo.h"
 #include "reflink.h"
 #include "file.h"
 #include <swapext/device.h>

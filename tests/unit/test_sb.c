@@ -15,6 +15,11 @@
 
 #include "sxtest.h"
 #include "sb.h"
+#include "fsinfo.h"
+#include "inode.h"
+
+/* Data blocks a new filesystem uses: the fsinfo block and the root directory. */
+#define MKFS_USED	2
 
 static const u8 test_uuid[SX_UUID_SIZE] = {
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x47, 0x88,
@@ -150,6 +155,7 @@ static void assert_sb_equal(const struct sx_sb *a, const struct sx_sb *b)
 	assert_int_equal(a->sb_bmapstart, b->sb_bmapstart);
 	assert_int_equal(a->sb_bmapblocks, b->sb_bmapblocks);
 	assert_int_equal(a->sb_datastart, b->sb_datastart);
+	assert_int_equal(a->sb_fsinfo, b->sb_fsinfo);
 	assert_int_equal(a->sb_ctime, b->sb_ctime);
 	assert_string_equal(a->sb_label, b->sb_label);
 }
@@ -233,6 +239,8 @@ static void check_layout(const struct sx_sb *sb, u64 devsize)
 	assert_true((u64)(sb->sb_bmapblocks - 1) * bits < sb->sb_dblocks);
 	assert_int_equal(sb->sb_datastart, sb->sb_bmapstart + sb->sb_bmapblocks);
 	assert_true(sb->sb_datastart + 16 <= sb->sb_dblocks);
+	/* the fsinfo block is the first data block */
+	assert_int_equal(sb->sb_fsinfo, sb->sb_datastart);
 	assert_int_equal(sb->sb_log_tail, SX_LSN(1, 0));
 	assert_int_equal(sb->sb_log_epoch, 0);
 	assert_int_equal(sb->sb_seq, 1);
@@ -450,6 +458,13 @@ C(data_high, sb_datastart, X_CORRUPT, d->sb_datastart = cpu_to_le64(g->sb_datast
 C(data_end, sb_datastart, X_CORRUPT, d->sb_datastart = cpu_to_le64(g->sb_dblocks))
 C(ctime0, sb_ctime, X_ANY, d->sb_ctime = 0)
 C(ctime_max, sb_ctime, X_ANY, d->sb_ctime = cpu_to_le64(~0ull))
+C(fsinfo0, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = 0)
+C(fsinfo_sb1, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(1))
+C(fsinfo_log, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_logstart + 1))
+C(fsinfo_bmap, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_bmapstart))
+C(fsinfo_data_low, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_datastart - 1))
+C(fsinfo_end, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_dblocks))
+C(fsinfo_max, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(~0ull))
 C(label_junk, sb_label, X_CORRUPT, d->sb_label[SX_LABEL_SIZE - 1] = 'x')
 C(label_after_nul, sb_label, X_CORRUPT, d->sb_label[strlen(g->sb_label) + 1] = 1)
 
@@ -505,6 +520,13 @@ static const struct corruption corruptions[] = {
 	E(data_end, sb_datastart, X_CORRUPT),
 	E(ctime0, sb_ctime, X_ANY),
 	E(ctime_max, sb_ctime, X_ANY),
+	E(fsinfo0, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_sb1, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_log, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_bmap, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_data_low, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_end, sb_fsinfo, X_CORRUPT),
+	E(fsinfo_max, sb_fsinfo, X_CORRUPT),
 	E(label_junk, sb_label, X_CORRUPT),
 	E(label_after_nul, sb_label, X_CORRUPT),
 };
@@ -1010,20 +1032,45 @@ static void check_mkfs_image(struct sx_bdev *bd, u32 bs, u64 dblocks_want)
 		nfree += le32_to_cpu(bm->bm_nfree);
 		/* spot-check bits: metadata and past-the-end used, data free */
 		for (b = lo; b < hi; b += (hi - lo) / 97 + 1) {
-			bool want = b < sb.sb_datastart || b >= sb.sb_dblocks;
+			bool want = b < sb.sb_datastart + MKFS_USED || b >= sb.sb_dblocks;
 
 			assert_int_equal(bit_used(blk, bits, i, b), want);
 		}
-		if (sb.sb_datastart > lo && sb.sb_datastart < hi) {
+		/* the fsinfo block and the root inode are the first data blocks */
+		if (sb.sb_datastart > lo && sb.sb_datastart + MKFS_USED < hi) {
 			assert_true(bit_used(blk, bits, i, sb.sb_datastart - 1));
-			assert_false(bit_used(blk, bits, i, sb.sb_datastart));
+			assert_true(bit_used(blk, bits, i, sb.sb_datastart));
+			assert_true(bit_used(blk, bits, i, sb.sb_datastart + 1));
+			assert_false(bit_used(blk, bits, i, sb.sb_datastart + MKFS_USED));
 		}
 		if (sb.sb_dblocks > lo && sb.sb_dblocks < hi) {
 			assert_false(bit_used(blk, bits, i, sb.sb_dblocks - 1));
 			assert_true(bit_used(blk, bits, i, sb.sb_dblocks));
 		}
 	}
-	assert_int_equal(nfree, sb.sb_dblocks - sb.sb_datastart);
+	assert_int_equal(nfree, sb.sb_dblocks - sb.sb_datastart - MKFS_USED);
+
+	/* the fsinfo block and the empty root directory verify */
+	assert_int_equal(sb.sb_fsinfo, sb.sb_datastart);
+	assert_int_equal(bd->bd_ops->read(bd, sb.sb_fsinfo * bs, blk, bs), 0);
+	assert_int_equal(sx_buf_verify(mp, blk, sb.sb_fsinfo, &sx_fsinfo_buf_ops, 0), 0);
+	{
+		const struct sx_dfsinfo *fi = (const void *)blk;
+		u64 root = le64_to_cpu(fi->fi_rootino);
+		const struct sx_dinode *di = (const void *)blk;
+
+		assert_int_equal(root, sb.sb_fsinfo + 1);
+		assert_int_equal(le64_to_cpu(fi->fi_unlinked), 0);
+		assert_int_equal(le64_to_cpu(fi->fi_icount), 1);
+		assert_int_equal(le64_to_cpu(fi->fi_refc_root), 0);
+		assert_int_equal(bd->bd_ops->read(bd, root * bs, blk, bs), 0);
+		assert_int_equal(sx_buf_verify(mp, blk, root, &sx_inode_buf_ops, root), 0);
+		assert_int_equal(le16_to_cpu(di->di_mode), SX_IFDIR | 0755);
+		assert_int_equal(le16_to_cpu(di->di_format), SX_DIF_INLINE);
+		assert_int_equal(le64_to_cpu(di->di_nrecs), 0);
+		assert_int_equal(le64_to_cpu(di->di_next_unlinked), 0);
+		assert_true(le32_to_cpu(di->di_nlink) >= 1);
+	}
 
 	/* the first log block is zero */
 	assert_int_equal(bd->bd_ops->read(bd, sb.sb_logstart * bs, blk, bs), 0);
@@ -1048,8 +1095,9 @@ static void test_mkfs_all_blocksizes(void **state)
 		assert_int_equal(sx_mount(bd, NULL, &mp), 0);
 		assert_int_equal(sx_get_info(mp, &in), 0);
 		assert_int_equal(in.in_blocksize, bs);
-		assert_int_equal(in.in_free_blocks, in.in_dblocks - in.in_datastart);
-		assert_int_equal(sx_alloc_free_blocks(mp), in.in_dblocks - in.in_datastart);
+		assert_int_equal(in.in_free_blocks, in.in_dblocks - in.in_datastart - MKFS_USED);
+		assert_int_equal(sx_alloc_free_blocks(mp),
+				 in.in_dblocks - in.in_datastart - MKFS_USED);
 		assert_int_equal(sx_unmount(mp), 0);
 		sx_bdev_destroy(bd);
 	}
