@@ -12,8 +12,8 @@
  * LSN against the log head.  Then the fsinfo block, the root directory's
  * inode and the unlinked list: each block verified and in use in the bitmap,
  * the root a directory, every entry of the list an inode with no links, the
- * list without a cycle.  Memory is one record buffer (inside the log scan)
- * and one block at a time.
+ * list without a cycle.  Last, check_files.c walks every file and the
+ * refcount tree and judges every data block's use.
  *
  * Every problem goes to the report callback as one line starting with
  * "problem: " and is counted; lines starting with "note: " are facts.
@@ -28,26 +28,10 @@
 #include "fsinfo.h"
 #include "inode.h"
 #include "check.h"
+#include "check_priv.h"
 
 /* Longest line handed to the report callback. */
 #define SX_CHECK_LINE	512
-
-typedef unsigned long long sx_ull;
-
-struct sx_checker {
-	struct sx_mount	*ck_mp;
-	struct sx_bdev	*ck_bd;
-	sx_report_fn	ck_report;
-	void		*ck_arg;
-	u64		ck_problems;
-	u64		ck_head;	/* LSN after the valid log; 0 if unknown */
-	u32		ck_records;	/* valid records past the tail */
-	u32		ck_rec_problems; /* records with a bad op */
-	/* the op walk of the record being checked */
-	u64		ck_rec_lsn;
-	u32		ck_opno;
-	bool		ck_op_bad;
-};
 
 /* Hand one formatted line with @prefix to the report callback. */
 static void ck_vemit(struct sx_checker *ck, const char *prefix, const char *fmt,
@@ -61,8 +45,7 @@ static void ck_vemit(struct sx_checker *ck, const char *prefix, const char *fmt,
 }
 
 /* Report and count one problem. */
-static void __attribute__((format(printf, 2, 3)))
-ck_problem(struct sx_checker *ck, const char *fmt, ...)
+void ck_problem(struct sx_checker *ck, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -73,8 +56,7 @@ ck_problem(struct sx_checker *ck, const char *fmt, ...)
 }
 
 /* Report a fact that is not a problem. */
-static void __attribute__((format(printf, 2, 3)))
-ck_note(struct sx_checker *ck, const char *fmt, ...)
+void ck_note(struct sx_checker *ck, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -869,6 +851,13 @@ out_free:
 /* Verify everything on an unmounted device. */
 SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg, u64 *problems)
 {
+	return sx_check_flags(bd, 0, report, arg, problems);
+}
+
+/* Verify an unmounted device, maybe leaving out the walk of every file. */
+SX_API int sx_check_flags(struct sx_bdev *bd, u32 flags, sx_report_fn report, void *arg,
+			  u64 *problems)
+{
 	struct sx_checker ck;
 	struct sx_sb sb;
 	int error;
@@ -899,6 +888,11 @@ SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg, u64 *pro
 	error = ck_fsinfo(&ck, &sb);
 	if (error)
 		goto out_done;
+	if (!(flags & SX_CHECK_SPACE_ONLY)) {
+		error = ck_files(&ck, &sb);
+		if (error)
+			goto out_done;
+	}
 	if (ck.ck_records && ck.ck_problems > 1)
 		ck_note(&ck, "the log needs recovery, which may repair some of the other problems");
 out_done:

@@ -130,6 +130,20 @@ typedef void (*sx_report_fn)(void *arg, const char *fmt, ...)
 SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg,
 		    u64 *problems);
 
+/* Flags of sx_check_flags(). */
+enum {
+	/*
+	 * Check the superblocks, the log, the free-space bitmap and the fsinfo
+	 * block, but not who owns each block: for images whose blocks are
+	 * allocated below the file layer (the journal's own tests and demo).
+	 */
+	SX_CHECK_SPACE_ONLY	= (1u << 0),
+};
+
+/** sx_check_flags() - sx_check() with SX_CHECK_* @flags */
+SX_API int sx_check_flags(struct sx_bdev *bd, u32 flags, sx_report_fn report, void *arg,
+			  u64 *problems);
+
 /**
  * sx_logprint() - decode every record and item of the log, from the tail
  * to the end of the valid log and then on while headers still parse,

@@ -224,7 +224,8 @@ static bool check_clean(struct sx_bdev *bd)
 {
 	u64 problems = 0;
 
-	return sx_check(bd, check_report, NULL, &problems) == 0 && problems == 0;
+	return sx_check_flags(bd, SX_CHECK_SPACE_ONLY, check_report, NULL, &problems) == 0 &&
+	       problems == 0;
 }
 
 /*

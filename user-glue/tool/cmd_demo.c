@@ -539,7 +539,7 @@ int cmd_demo(int argc, char **argv)
 		goto out_free;
 	}
 	printf("6. check the unmounted image:\n");
-	error = sx_check(bd, demo_check_line, &dc, &problems);
+	error = sx_check_flags(bd, SX_CHECK_SPACE_ONLY, demo_check_line, &dc, &problems);
 	if (error) {
 		tool_error(error, "demo: the checker could not run");
 		goto out_free;
