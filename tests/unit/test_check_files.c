@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The checker's walk of every file: a filesystem built through the file
+ * API is clean, and each kind of damage to who owns which block is found
+ * and named: a leaked block, a block mapped twice without a refcount, a
+ * refcount that is wrong, a mapped block that is free, wrong link, block
+ * and inode counts, overlapping mappings.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "sxtest.h"
+#include "sxtext.h"
+#include "inode.h"
+#include "fsinfo.h"
+
+#define MIB		(1ull << 20)
+#define BS		4096u
+
+static u64 check(struct sx_bdev *bd, struct sxt_text *r)
+{
+	u64 problems = ~0ull;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(sx_check(bd, sxt_text_line, r, &problems), 0);
+	assert_int_equal(problems, r->problem_lines);
+	return problems;
+}
+
+static void put(struct sx_mount *mp, int fd, u64 off, u64 len, u8 byte)
+{
+	u8 *buf = malloc(len);
+
+	memset(buf, byte, len);
+	assert_int_equal(sx_pwrite(mp, fd, buf, len, off), (s64)len);
+	free(buf);
+}
+
+/*
+ * Two files: a with 3 mappings (4 + 1 + 2 blocks), b a clone of a's first
+ * 4 blocks.  Returns the device; *@ino_a, *@ino_b their inode numbers.
+ */
+static struct sx_bdev *build(u64 *ino_a, u64 *ino_b)
+{
+	struct sx_bdev *bd = sxt_memfs(16 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_stat st;
+	int a, b;
+
+	assert_int_equal(sx_create(mp, "a", 0644, &a), 0);
+	assert_int_equal(sx_create(mp, "b", 0644, &b), 0);
+	put(mp, a, 0, 4 * BS, 1);
+	put(mp, a, 10 * BS, BS, 2);
+	put(mp, a, 20 * BS, 2 * BS, 3);
+	assert_int_equal(sx_clone_range(mp, b, 0, a, 0, 4 * BS), 0);
+	assert_int_equal(sx_fstat(mp, a, &st), 0);
+	*ino_a = st.st_ino;
+	assert_int_equal(sx_fstat(mp, b, &st), 0);
+	*ino_b = st.st_ino;
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	return bd;
+}
+
+/* Read block @bno, let @fn change it, stamp a good CRC and write it back. */
+static void patch(struct sx_bdev *bd, u64 bno, void (*fn)(u8 *blk, void *arg), void *arg)
+{
+	struct sx_mount *mp = sxt_mount(bd);
+	u8 *blk = malloc(BS);
+
+	assert_int_equal(sx_unmount(mp), 0);
+	sxt_bdev_peek(bd, bno * BS, blk, BS);
+	fn(blk, arg);
+	mp = sxt_mount(bd);
+	sx_buf_stamp(mp, blk, le64_to_cpu(((struct sx_dblk_hdr *)blk)->bh_lsn));
+	assert_int_equal(sx_unmount(mp), 0);
+	sxt_bdev_poke(bd, bno * BS, blk, BS);
+	free(blk);
+}
+
+static struct sx_dbmap_rec *inline_rec(u8 *blk, u32 i)
+{
+	return (struct sx_dbmap_rec *)(blk + SX_DINODE_CORE) + i;
+}
+
+static void set_nlink(u8 *blk, void *arg)
+{
+	((struct sx_dinode *)blk)->di_nlink = cpu_to_le32(*(u32 *)arg);
+}
+
+static void add_nblocks(u8 *blk, void *arg)
+{
+	struct sx_dinode *di = (void *)blk;
+
+	di->di_nblocks = cpu_to_le64(le64_to_cpu(di->di_nblocks) + 1);
+}
+
+/* Point a's second mapping (1 block) at the first block of its first one. */
+static void alias_mapping(u8 *blk, void *arg)
+{
+	inline_rec(blk, 1)->br_startblock = inline_rec(blk, 0)->br_startblock;
+}
+
+/* Make a's third mapping start inside its second. */
+static void overlap_mapping(u8 *blk, void *arg)
+{
+	inline_rec(blk, 2)->br_startoff = inline_rec(blk, 1)->br_startoff;
+}
+
+static void bump_icount(u8 *blk, void *arg)
+{
+	struct sx_dfsinfo *fi = (void *)blk;
+
+	fi->fi_icount = cpu_to_le64(le64_to_cpu(fi->fi_icount) + 1);
+}
+
+static void test_clean(void **state)
+{
+	struct sxt_text r;
+	u64 a, b;
+	struct sx_bdev *bd = build(&a, &b);
+
+	assert_int_equal(check(bd, &r), 0);
+	assert_true(sxt_text_has(&r, "note: files: 3 inodes, 11 mapped blocks"));
+	sx_bdev_destroy(bd);
+}
+
+static void test_leak(void **state)
+{
+	struct sxt_text r;
+	u64 a, b, bno;
+	u32 len;
+	struct sx_bdev *bd = build(&a, &b);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_alloc_extent(tp, 0, 2, 2, &bno, &len), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(check(bd, &r), 2);
+	assert_true(sxt_text_has(&r, "is in use but nothing owns it (leaked)"));
+	sx_bdev_destroy(bd);
+}
+
+static void test_double_mapping(void **state)
+{
+	struct sxt_text r;
+	u64 a, b;
+	struct sx_bdev *bd = build(&a, &b);
+
+	patch(bd, a, alias_mapping, NULL);
+	check(bd, &r);
+	/* the aliased block: 3 users (a twice, b) but a refcount of 2 */
+	assert_true(sxt_text_has(&r, "is mapped 3 times, but its refcount is 2"));
+	/* and a's old block for that mapping is now owned by nothing */
+	assert_true(sxt_text_has(&r, "(leaked)"));
+	sx_bdev_destroy(bd);
+}
+
+static void test_overlap(void **state)
+{
+	struct sxt_text r;
+	u64 a, b;
+	struct sx_bdev *bd = build(&a, &b);
+
+	patch(bd, a, overlap_mapping, NULL);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "overlaps or is out of order"));
+	sx_bdev_destroy(bd);
+}
+
+static void test_counts(void **state)
+{
+	struct sxt_text r;
+	u32 two = 2;
+	u64 a, b;
+	struct sx_bdev *bd = build(&a, &b);
+
+	patch(bd, b, set_nlink, &two);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(sxt_text_has(&r, "has 2 links but 1 names"));
+	sx_bdev_destroy(bd);
+
+	bd = build(&a, &b);
+	patch(bd, a, add_nblocks, NULL);
+	assert_int_equal(check(bd, &r), 1);
+	assert_true(sxt_text_has(&r, "counts 8 blocks, but maps 7"));
+	sx_bdev_destroy(bd);
+
+	bd = build(&a, &b);
+	{
+		struct sx_mount *mp = sxt_mount(bd);
+		u64 fsino = mp->m_sb.sb_fsinfo;
+
+		assert_int_equal(sx_unmount(mp), 0);
+		patch(bd, fsino, bump_icount, NULL);
+	}
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "fsinfo counts 4 inodes, 3 were found"));
+	sx_bdev_destroy(bd);
+}
+
+/* A block a file maps, marked free in the bitmap. */
+static void test_mapped_but_free(void **state)
+{
+	struct sxt_text r;
+	u64 a, b, bno;
+	struct sx_bdev *bd = build(&a, &b);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_extent ext[4];
+	struct sx_trans *tp;
+	u32 n;
+	int fd;
+
+	assert_int_equal(sx_open(mp, "a", &fd), 0);
+	assert_int_equal(sx_fiemap(mp, fd, 10 * BS, BS, ext, 4, &n), 0);
+	assert_int_equal(n, 1);
+	bno = ext[0].ex_physical / BS;
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_free_extent(tp, bno, 1), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "is free but mapped"));
+	sx_bdev_destroy(bd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean),
+		cmocka_unit_test(test_leak),
+		cmocka_unit_test(test_double_mapping),
+		cmocka_unit_test(test_overlap),
+		cmocka_unit_test(test_counts),
+		cmocka_unit_test(test_mapped_but_free),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
