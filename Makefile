@@ -84,6 +84,7 @@ COMMON_SRCS	:= $(sort $(wildcard tests/common/*.c))
 UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
 CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
 STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
+BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c))
 
 OBJ		:= $(BUILD)/obj
@@ -93,6 +94,7 @@ COMMON_OBJS	:= $(COMMON_SRCS:%.c=$(OBJ)/%.o)
 UNIT_OBJS	:= $(UNIT_SRCS:%.c=$(OBJ)/%.o)
 CRASH_OBJS	:= $(CRASH_SRCS:%.c=$(OBJ)/%.o)
 STRESS_OBJS	:= $(STRESS_SRCS:%.c=$(OBJ)/%.o)
+BENCH_OBJS	:= $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 
 LIBA		:= $(BUILD)/libswapext.a
 LIBSO		:= $(BUILD)/libswapext.so.$(SOVERSION)
@@ -104,6 +106,7 @@ UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
 STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
 TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS)
+BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
 PORT_OBJS	:= $(ENGINE_SRCS:%.c=$(PORT_DIR)/%.o)
@@ -114,7 +117,7 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
 ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
-		   $(STRESS_OBJS)
+		   $(STRESS_OBJS) $(BENCH_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -140,7 +143,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SECONDARY:
 .SUFFIXES:
 
-.PHONY: all lib tool tests test check demo coverage asan ubsan check-portable \
+.PHONY: all lib tool tests test check demo bench coverage asan ubsan check-portable \
 	install uninstall clean help deps FORCE
 
 # ---------------------------------------------------------------- main targets
@@ -170,6 +173,12 @@ demo:
 
 deps:
 	@bash scripts/deps.sh
+
+# Benchmarks (bench/*.c), run one after another; BENCH_ARGS go to each.
+bench:
+	@$(call DEPS,test)
+	@$(SUBMAKE) $(BENCH_BINS)
+	@for b in $(BENCH_BINS); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS) || exit 1; done
 
 # ---------------------------------------------------------------- variants
 
@@ -240,6 +249,11 @@ $(OBJ)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) $(DEPFLAGS) -c -o $@ $<
 
+$(OBJ)/bench/%.o: bench/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) $(DEPFLAGS) -c -o $@ $<
+
 $(LIBA): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	@echo "  AR      $@"
@@ -265,6 +279,11 @@ $(UNIT_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(COMMON_OBJS) $(LIBA
 	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
 
 $(CRASH_BINS): $(BUILD)/tests/crash/%: $(OBJ)/tests/crash/%.o $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
+$(BENCH_BINS): $(BUILD)/bench/%: $(OBJ)/bench/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)

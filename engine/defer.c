@@ -36,6 +36,8 @@
 #define SX_DEFER_RELOG_STEPS	16
 /* Intents of new work one step may log, reserved in every step. */
 #define SX_DEFER_SPAWN_INTENTS	3
+/* Waiting intents one transaction of a chain may relog, reserved too. */
+#define SX_DEFER_RELOGS_PER_STEP 2
 
 struct sx_defer_item {
 	struct sx_list	di_list;
@@ -333,6 +335,16 @@ u32 sx_defer_step_bytes(const struct sx_mount *mp, const struct sx_defer_ops *op
 	return res;
 }
 
+/*
+ * What each transaction of a chain reserves: a step of @ops and room to
+ * relog a few waiting intents.
+ */
+static u32 sx_defer_chain_bytes(const struct sx_mount *mp, const struct sx_defer_ops *ops)
+{
+	return sx_defer_step_bytes(mp, ops) + SX_DEFER_RELOGS_PER_STEP *
+	       (sx_trans_op_bytes(sizeof(struct sx_dlog_intent)) + sx_defer_max_intent_bytes());
+}
+
 /* Log space of relogging one pending: a done and a new intent. */
 static u32 sx_defer_relog_bytes(const struct sx_defer_pending *dp)
 {
@@ -348,14 +360,15 @@ static u32 sx_defer_relog_bytes(const struct sx_defer_pending *dp)
 static int sx_defer_roll(struct sx_trans **tpp, struct sx_list *chain)
 {
 	struct sx_trans *tp = *tpp;
-	u32 res = tp->t_res_bytes;
+	u32 res = 0;
 	int error;
 
+	/* sx_trans_roll_res() keeps the current reservation if it is larger */
 	if (!sx_list_empty(chain)) {
 		struct sx_defer_pending *dp = sx_list_first(chain, struct sx_defer_pending,
 							    dp_list);
 
-		res = sx_max(res, sx_defer_step_bytes(tp->t_mp, dp->dp_ops));
+		res = sx_defer_chain_bytes(tp->t_mp, dp->dp_ops);
 	}
 	error = sx_trans_roll_res(tpp, res);
 	if (error)
@@ -370,6 +383,9 @@ static int sx_defer_roll(struct sx_trans **tpp, struct sx_list *chain)
  */
 static int sx_defer_relog(struct sx_trans *tp, struct sx_list *chain)
 {
+	struct sx_defer_pending *first = sx_list_first(chain, struct sx_defer_pending,
+						       dp_list);
+	u32 step = sx_defer_step_bytes(tp->t_mp, first->dp_ops);
 	struct sx_list *pos;
 	int error;
 
@@ -377,12 +393,9 @@ static int sx_defer_relog(struct sx_trans *tp, struct sx_list *chain)
 		struct sx_defer_pending *dp = sx_list_entry(pos, struct sx_defer_pending,
 							    dp_list);
 
-		if (pos == chain->next || dp->dp_age < SX_DEFER_RELOG_STEPS ||
-		    !dp->dp_committed)
+		if (dp == first || dp->dp_age < SX_DEFER_RELOG_STEPS || !dp->dp_committed)
 			continue;
-		if (sx_trans_space(tp) < sx_defer_relog_bytes(dp) +
-					 sx_defer_step_bytes(tp->t_mp, sx_list_first(chain,
-						struct sx_defer_pending, dp_list)->dp_ops))
+		if (sx_trans_space(tp) < sx_defer_relog_bytes(dp) + step)
 			break;
 		error = sx_defer_log_done(tp, dp);
 		if (!error)
@@ -588,7 +601,7 @@ int sx_defer_recover_finish(struct sx_mount *mp)
 							    struct sx_defer_pending, dp_list);
 		struct sx_trans *tp;
 
-		error = sx_trans_alloc(mp, sx_defer_step_bytes(mp, dp->dp_ops), 0, &tp);
+		error = sx_trans_alloc(mp, sx_defer_chain_bytes(mp, dp->dp_ops), 0, &tp);
 		if (error)
 			break;
 		sx_list_del(&dp->dp_list);
@@ -668,7 +681,7 @@ int sx_defer_register(const struct sx_defer_ops *ops)
 	dt->dt_intent.io_print = sx_defer_io_print;
 	dt->dt_intent.io_priv = dt;
 	dt->dt_done.io_type = ops->do_done_type;
-	dt->dt_done.io_name = ops->do_name;
+	dt->dt_done.io_name = NULL;	/* the done type's own name (sx_item_name) */
 	dt->dt_done.io_priv = dt;
 	error = sx_item_register(&dt->dt_intent);
 	if (error)

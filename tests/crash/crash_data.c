@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Crash tests of the data path.
+ *
+ * A workload of two files mixes writes (scattered single blocks that push
+ * the extent map of a file past its inline capacity into a B+tree, then
+ * random writes of any alignment), clones of ranges, copy-on-write over
+ * shared blocks, truncates up and down, fallocate, punches that bring the
+ * map back inline, and fsyncs.  The model records each file after every
+ * operation.  The power is cut at every device write, with volatile writes
+ * kept, dropped or torn (and a sample of random fates).  After recovery:
+ *  - each file equals its state after some operation no older than its last
+ *    completed fsync, or lies between the states before and after the
+ *    operation that was running (every byte from one of the two);
+ *  - the checker is clean (every block owned once, or as its refcount says);
+ *  - a second recovery changes no byte.
+ * Then ENOSPC is injected at every block allocation and an I/O error at
+ * every write and flush (once and forever) and at a sample of reads: each
+ * gives a clean error, and the image, remounted, passes the same checks.
+ *
+ * SX_CRASH_LEVEL=quick samples every 4th write; long adds seeds.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sxtest.h"
+
+#define BSIZE		1024u
+#define NFILES		2
+#define MAXSZ		(160u * 1024)
+#define NOPS		90
+#define IMG_SIZE	(6ull << 20)
+
+struct fstate {
+	u32	size;
+	u8	*data;		/* MAXSZ bytes, zero past size */
+};
+
+struct run {
+	struct fstate	st[NOPS + 1][NFILES];	/* after op k (0: before the first) */
+	int		done;			/* ops completed */
+	int		dur[NFILES];		/* op after which each file was last synced */
+	int		error;
+};
+
+static u64 passed, failed, crash_points, enospc_points, io_error_points;
+static int level;
+static u64 seed = 1;
+static struct sx_bdev *pristine;
+static const char *const names[NFILES] = { "a", "b" };
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		failed++; \
+		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		return -1; \
+	} \
+} while (0)
+
+static struct run *run_new(void)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	int k, f;
+
+	for (k = 0; k <= NOPS; k++)
+		for (f = 0; f < NFILES; f++)
+			r->st[k][f].data = calloc(1, MAXSZ);
+	return r;
+}
+
+static void run_free(struct run *r)
+{
+	int k, f;
+
+	for (k = 0; k <= NOPS; k++)
+		for (f = 0; f < NFILES; f++)
+			free(r->st[k][f].data);
+	free(r);
+}
+
+/* One operation of the workload, decided by (seed, k) alone. */
+struct op {
+	enum { OP_WRITE, OP_CLONE, OP_TRUNC, OP_FALLOC, OP_PUNCH, OP_FSYNC } kind;
+	int	f, src;
+	u32	off, len, soff;
+	u8	byte;
+};
+
+static void make_op(int k, struct op *o)
+{
+	u64 s = seed * 0x9e3779b97f4a7c15ull + (u64)k * 0xbf58476d1ce4e5b9ull + 1;
+	u64 x;
+
+	memset(o, 0, sizeof(*o));
+	sxt_rand(&s);
+	o->byte = (u8)(k * 37 + 1);
+	if (k < 48) {
+		/* one block at every other block: 48 mappings, past the inline 35 */
+		o->kind = k % 12 == 11 ? OP_FSYNC : OP_WRITE;
+		o->f = 0;
+		o->off = (u32)k * 2 * BSIZE;
+		o->len = BSIZE;
+		return;
+	}
+	if (k == 48) {
+		o->kind = OP_CLONE;
+		o->f = 1;
+		o->src = 0;
+		o->soff = 0;
+		o->off = 4 * BSIZE;
+		o->len = 40 * BSIZE;
+		return;
+	}
+	if (k >= 49 && k < 60) {
+		/* punch most of the map away: back under half the inline capacity */
+		o->kind = k % 5 == 4 ? OP_FSYNC : OP_PUNCH;
+		o->f = 0;
+		o->off = (u32)(k - 49) * 8 * BSIZE;
+		o->len = 7 * BSIZE;
+		return;
+	}
+	x = sxt_rand(&s);
+	o->f = (int)(x & 1);
+	o->src = 1 - o->f;
+	switch ((x >> 1) % 10) {
+	case 0: case 1: case 2: case 3:
+		o->kind = OP_WRITE;
+		o->off = (u32)(sxt_rand(&s) % (MAXSZ - 8192));
+		o->len = 1 + (u32)(sxt_rand(&s) % 8191);
+		break;
+	case 4:
+		o->kind = OP_CLONE;
+		o->soff = (u32)(sxt_rand(&s) % 64) * BSIZE;
+		o->off = (u32)(sxt_rand(&s) % 64) * BSIZE;
+		o->len = (1 + (u32)(sxt_rand(&s) % 32)) * BSIZE;
+		break;
+	case 5:
+		o->kind = OP_TRUNC;
+		o->len = (u32)(sxt_rand(&s) % MAXSZ);
+		break;
+	case 6:
+		o->kind = OP_FALLOC;
+		o->off = (u32)(sxt_rand(&s) % (MAXSZ - 16384));
+		o->len = 1 + (u32)(sxt_rand(&s) % 16383);
+		break;
+	case 7:
+		o->kind = OP_PUNCH;
+		o->off = (u32)(sxt_rand(&s) % (MAXSZ - 16384));
+		o->len = 1 + (u32)(sxt_rand(&s) % 16383);
+		break;
+	default:
+		o->kind = OP_FSYNC;
+		break;
+	}
+}
+
+/* Apply @o to the model state @st (a copy of the previous one). */
+static void model_apply(struct fstate *st, const struct op *o)
+{
+	struct fstate *d = &st[o->f], *s = &st[o->src];
+	u32 end;
+
+	switch (o->kind) {
+	case OP_WRITE:
+		memset(d->data + o->off, o->byte, o->len);
+		if (o->off + o->len > d->size)
+			d->size = o->off + o->len;
+		break;
+	case OP_CLONE:
+		/* clone_range reads past EOF of the source as nothing to share */
+		end = sx_min(o->soff + o->len, s->size);
+		if (o->soff >= end)
+			break;
+		memmove(d->data + o->off, s->data + o->soff, end - o->soff);
+		if (o->off + (end - o->soff) > d->size)
+			d->size = o->off + (end - o->soff);
+		break;
+	case OP_TRUNC:
+		if (o->len < d->size)
+			memset(d->data + o->len, 0, d->size - o->len);
+		d->size = o->len;
+		break;
+	case OP_FALLOC:
+		/* like fallocate(2) without KEEP_SIZE: the size grows, reads give zeroes */
+		if (o->off + o->len > d->size)
+			d->size = o->off + o->len;
+		break;
+	case OP_PUNCH:
+		end = sx_min(o->off + o->len, d->size);
+		if (o->off < end)
+			memset(d->data + o->off, 0, end - o->off);
+		break;
+	case OP_FSYNC:
+		break;
+	}
+}
+
+/*
+ * Run the operation on the filesystem.  A clone whose source range ends
+ * past EOF is cut to EOF and to whole blocks, so that model and filesystem
+ * agree on what it means.
+ */
+static int fs_apply(struct sx_mount *mp, const int *fds, struct op *o, const struct fstate *st)
+{
+	static u8 buf[8192];
+	s64 n;
+
+	switch (o->kind) {
+	case OP_WRITE:
+		memset(buf, o->byte, o->len);
+		n = sx_pwrite(mp, fds[o->f], buf, o->len, o->off);
+		return n < 0 ? (int)n : n == o->len ? 0 : -EIO;
+	case OP_CLONE: {
+		u32 ssz = st[o->src].size, len = o->len;
+
+		if (o->soff >= ssz) {
+			o->len = 0;
+			return 0;
+		}
+		if (o->soff + len > ssz)
+			len = (ssz - o->soff) / BSIZE * BSIZE;
+		o->len = len;
+		if (len == 0)
+			return 0;
+		return sx_clone_range(mp, fds[o->f], o->off, fds[o->src], o->soff, len);
+	}
+	case OP_TRUNC:
+		return sx_truncate(mp, fds[o->f], o->len);
+	case OP_FALLOC:
+		return sx_fallocate(mp, fds[o->f], o->off, o->len);
+	case OP_PUNCH:
+		return sx_punch(mp, fds[o->f], o->off, o->len);
+	case OP_FSYNC:
+		return sx_fsync(mp, fds[o->f]);
+	}
+	return -EINVAL;
+}
+
+static void setup(void)
+{
+	struct sx_mount *mp;
+	int f, fd;
+
+	pristine = sxt_memfs(IMG_SIZE, BSIZE, 256);
+	mp = sxt_mount(pristine);
+	for (f = 0; f < NFILES; f++) {
+		VERIFY(sx_create(mp, names[f], 0644, &fd) == 0);
+		VERIFY(sx_close(mp, fd) == 0);
+	}
+	VERIFY(sx_unmount(mp) == 0);
+}
+
+/* Run the workload on @bd, recording the model into @r. */
+static void workload(struct sx_bdev *bd, struct run *r)
+{
+	struct sx_mount *mp;
+	int fds[NFILES], k, f, error;
+
+	r->done = 0;
+	r->error = 0;
+	for (f = 0; f < NFILES; f++) {
+		r->dur[f] = 0;
+		r->st[0][f].size = 0;
+		memset(r->st[0][f].data, 0, MAXSZ);
+	}
+	error = sx_mount(bd, NULL, &mp);
+	if (error) {
+		r->error = error;
+		return;
+	}
+	for (f = 0; f < NFILES && !error; f++)
+		error = sx_open(mp, names[f], &fds[f]);
+	for (k = 1; k <= NOPS && !error; k++) {
+		struct op o;
+
+		make_op(k - 1, &o);
+		for (f = 0; f < NFILES; f++) {
+			r->st[k][f].size = r->st[k - 1][f].size;
+			memcpy(r->st[k][f].data, r->st[k - 1][f].data, MAXSZ);
+		}
+		error = fs_apply(mp, fds, &o, r->st[k - 1]);
+		model_apply(r->st[k], &o);
+		if (error)
+			break;
+		r->done = k;
+		if (o.kind == OP_FSYNC)
+			r->dur[o.f] = k;
+	}
+	if (!error) {
+		error = sx_unmount(mp);
+		if (!error)
+			for (f = 0; f < NFILES; f++)
+				r->dur[f] = r->done;
+	} else {
+		sx_unmount(mp);
+	}
+	r->error = error;
+}
+
+/* True if file @f's contents (@size, @data) match the state after op @k. */
+static bool same(const struct run *r, int k, int f, u32 size, const u8 *data)
+{
+	return r->st[k][f].size == size && !memcmp(r->st[k][f].data, data, size);
+}
+
+/* Every byte from the state before or after the running op @k. */
+static bool between(const struct run *r, int k, int f, u32 size, const u8 *data)
+{
+	const struct fstate *a = &r->st[k - 1][f], *b = &r->st[k][f];
+	u32 i;
+
+	if (size != a->size && size != b->size)
+		return false;
+	for (i = 0; i < size; i++)
+		if (data[i] != a->data[i] && data[i] != b->data[i])
+			return false;
+	return true;
+}
+
+/* Read file @f whole. */
+static int read_file(struct sx_mount *mp, int f, u8 *data, u32 *size)
+{
+	struct sx_stat st;
+	int fd, error;
+	s64 n;
+
+	error = sx_open(mp, names[f], &fd);
+	if (error)
+		return error;
+	error = sx_fstat(mp, fd, &st);
+	if (!error && st.st_size > MAXSZ)
+		error = -EFBIG;
+	if (!error) {
+		*size = (u32)st.st_size;
+		memset(data, 0, MAXSZ);
+		n = sx_pread(mp, fd, data, *size, 0);
+		if (n != (s64)*size)
+			error = n < 0 ? (int)n : -EIO;
+	}
+	sx_close(mp, fd);
+	return error;
+}
+
+static void check_report(void *arg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!getenv("SX_TEST_VERBOSE"))
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Recover @bd and check files, checker and idempotence. */
+static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
+{
+	static u8 data[MAXSZ];
+	struct sx_mount *mp;
+	struct sx_bdev *once;
+	u64 problems = 0;
+	int error, f, k;
+
+	error = sx_mount(bd, NULL, &mp);
+	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
+	for (f = 0; f < NFILES; f++) {
+		u32 size = 0;
+		bool ok = false;
+
+		error = read_file(mp, f, data, &size);
+		if (error) {
+			sx_unmount(mp);
+			CHECK(0, "%s: reading %s: %s", what, names[f], sx_strerror(error));
+		}
+		for (k = r->dur[f]; k <= r->done && !ok; k++)
+			ok = same(r, k, f, size, data);
+		if (!ok && r->done < NOPS)
+			ok = between(r, r->done + 1, f, size, data);
+		if (!ok) {
+			sx_unmount(mp);
+			CHECK(0, "%s: file %s (size %u) matches no state in [%d, %d]", what,
+			      names[f], size, r->dur[f], r->done);
+		}
+	}
+	error = sx_unmount(mp);
+	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
+	CHECK(sx_check(bd, check_report, NULL, &problems) == 0 && problems == 0,
+	      "%s: checker found %llu problems", what, (unsigned long long)problems);
+	once = sxt_bdev_copy(bd);
+	error = sx_mount(bd, NULL, &mp);
+	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
+	CHECK(sx_unmount(mp) == 0, "%s: second unmount", what);
+	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
+	sx_bdev_destroy(once);
+	return 0;
+}
+
+static void crash_at(struct run *r, u64 w, enum sx_crash_mode mode)
+{
+	static const char *const modes[] = { "keep", "drop", "tear", "random" };
+	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+	struct sx_crashdev *cd;
+	char what[64];
+
+	VERIFY(sx_crashdev_create(img, seed * 977 + w, &cbd, &cd) == 0);
+	sx_crashdev_cut_at_write(cd, w, mode);
+	workload(cbd, r);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
+		 (unsigned long long)w, modes[mode]);
+	if (r->error == 0) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
+	} else if (recover_and_verify(img, r, what) == 0) {
+		passed++;
+		crash_points++;
+	}
+	sx_bdev_destroy(img);
+}
+
+/* ENOSPC from the @nth allocation on; false once the workload never reaches it. */
+static bool enospc_at(struct run *r, u64 nth)
+{
+	struct sx_bdev *img = sxt_bdev_copy(pristine);
+	char what[64];
+	bool hit;
+
+	VERIFY(sx_fault_arm("alloc_extent", nth, true, -ENOSPC) == 0);
+	workload(img, r);
+	sx_fault_disarm_all();
+	hit = r->error != 0;
+	snprintf(what, sizeof(what), "ENOSPC from allocation %llu", (unsigned long long)nth);
+	if (hit && r->error != -ENOSPC && r->error != -EIO) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the workload saw %s\n", what, sx_strerror(r->error));
+	} else if (hit && recover_and_verify(img, r, what) == 0) {
+		passed++;
+		enospc_points++;
+	}
+	sx_bdev_destroy(img);
+	return hit;
+}
+
+static void io_error_at(struct run *r, enum sx_io_kind kind, u64 nth, bool forever)
+{
+	static const char *const kinds[] = { "read", "write", "flush" };
+	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+	struct sx_crashdev *cd;
+	char what[64];
+
+	VERIFY(sx_crashdev_create(img, 5, &cbd, &cd) == 0);
+	sx_crashdev_fail(cd, kind, nth, forever, -EIO);
+	workload(cbd, r);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "%s error %llu %s", kinds[kind], (unsigned long long)nth,
+		 forever ? "forever" : "once");
+	if (r->error == 0 && kind != SX_IO_READ) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the error was not reported\n", what);
+	} else if (recover_and_verify(img, r, what) == 0) {
+		passed++;
+		io_error_points++;
+	}
+	sx_bdev_destroy(img);
+}
+
+int main(void)
+{
+	const char *lv = getenv("SX_CRASH_LEVEL");
+	static const u64 seeds[] = { 1, 2, 3, 4 };
+	struct run *r = run_new();
+	struct sx_bdev *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_crashdev_stats st;
+	u64 w, k, step, nseeds, si;
+	int m;
+
+	level = 1;
+	if (lv && !strcmp(lv, "quick"))
+		level = 0;
+	else if (lv && !strcmp(lv, "long"))
+		level = 2;
+	step = level == 0 ? 4 : 1;
+	nseeds = level >= 2 ? 4 : 1;
+
+	sx_thread_enter();
+	sxt_quiet();
+	setup();
+	for (si = 0; si < nseeds; si++) {
+		seed = seeds[si];
+		img = sxt_bdev_copy(pristine);
+		VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+		workload(cbd, r);
+		sx_crashdev_get_stats(cd, &st);
+		sx_bdev_destroy(cbd);
+		if (r->error || r->done != NOPS) {
+			fprintf(stderr, "FAIL seed %llu: the workload fails without a crash: %s at op %d\n",
+				(unsigned long long)seed, sx_strerror(r->error), r->done + 1);
+			failed++;
+			sx_bdev_destroy(img);
+			break;
+		}
+		if (recover_and_verify(img, r, "no crash") == 0)
+			passed++;
+		sx_bdev_destroy(img);
+		printf("seed %llu: %d operations, %llu writes, %llu flushes, %llu reads\n",
+		       (unsigned long long)seed, NOPS, (unsigned long long)st.cs_writes,
+		       (unsigned long long)st.cs_flushes, (unsigned long long)st.cs_reads);
+
+		for (w = 1; w <= st.cs_writes; w += step)
+			for (m = 0; m < 3; m++)
+				crash_at(r, w, (enum sx_crash_mode)m);
+		for (w = 1; w <= st.cs_writes; w += 3 * step)
+			crash_at(r, w, SX_CRASH_RANDOM);
+		for (k = 1; enospc_at(r, k); k += step)
+			;
+		for (k = 1; k <= st.cs_writes; k += step) {
+			io_error_at(r, SX_IO_WRITE, k, false);
+			io_error_at(r, SX_IO_WRITE, k, true);
+		}
+		for (k = 1; k <= st.cs_flushes; k += step) {
+			io_error_at(r, SX_IO_FLUSH, k, false);
+			io_error_at(r, SX_IO_FLUSH, k, true);
+		}
+		for (k = 1; k <= st.cs_reads; k += 5 * step)
+			io_error_at(r, SX_IO_READ, k, true);
+	}
+	printf("crash points: %llu; ENOSPC points: %llu; I/O error points: %llu\n",
+	       (unsigned long long)crash_points, (unsigned long long)enospc_points,
+	       (unsigned long long)io_error_points);
+	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
+	       (unsigned long long)failed);
+	run_free(r);
+	sx_bdev_destroy(pristine);
+	return failed ? 1 : 0;
+}
