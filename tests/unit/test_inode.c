@@ -21,6 +21,7 @@
 #include "file.h"
 #include "fork.h"
 #include "bmap.h"
+#include "refcount.h"
 
 #define MIB		(1ull << 20)
 #define BS		4096u
@@ -770,8 +771,10 @@ static void test_unlinked_crash(void **state)
 		struct sx_crashdev *cd;
 		struct sx_recovery_stats rs;
 		struct sx_mount *mp;
+		struct sx_extent ext;
 		u64 free0, l[8];
-		int fd[4], i, named;
+		u32 next;
+		int fd[4], i, named, shared;
 
 		mp = sxt_mount(img);
 		free0 = sx_alloc_free_blocks(mp);
@@ -791,9 +794,15 @@ static void test_unlinked_crash(void **state)
 		/* and one that stays, with a name */
 		assert_int_equal(sx_create(mp, "kept", 0644, &named), 0);
 		assert_int_equal(sx_pwrite(mp, named, data, 2 * BS, 0), 2 * BS);
+		/* and a tmpfile sharing its blocks (the atomic-update pattern) */
+		assert_int_equal(sx_open_tmpfile(mp, 0600, &shared), 0);
+		assert_int_equal(sx_clone(mp, shared, named), 0);
+		assert_int_equal(sx_fiemap(mp, named, 0, 2 * BS, &ext, 1, &next), 0);
+		assert_int_equal(next, 1);
+		assert_true(ext.ex_flags & SX_EXTENT_SHARED);
 		assert_int_equal(sx_close(mp, named), 0);
 		assert_int_equal(sx_sync(mp), 0);
-		assert_int_equal(unlinked_list(mp, l, 8), 4);
+		assert_int_equal(unlinked_list(mp, l, 8), 5);
 		sx_crashdev_cut_now(cd, modes[m]);
 		sx_unmount(mp);			/* fails: the device is gone */
 		sx_bdev_destroy(cbd);
@@ -801,7 +810,13 @@ static void test_unlinked_crash(void **state)
 		/* the list was durable: recovery frees all four */
 		assert_int_equal(sx_mount(img, NULL, &mp), 0);
 		sx_get_recovery_stats(mp, &rs);
-		assert_int_equal(rs.rs_unlinked, 4);
+		assert_int_equal(rs.rs_unlinked, 5);
+		{
+			u32 count;
+
+			assert_int_equal(sx_refcount_get(mp, ext.ex_physical / BS, &count), 0);
+			assert_int_equal(count, 1);
+		}
 		assert_int_equal(unlinked_list(mp, l, 8), 0);
 		assert_int_equal(icount(mp), 2);
 		assert_int_equal(sx_alloc_free_blocks(mp), free0 - 1 - 2);
