@@ -44,8 +44,9 @@
 #define SX_UNUSED	__maybe_unused
 
 /*
- * Exports are explicit EXPORT_SYMBOL_GPL() lines in kernel-glue/exports_os.c,
- * not an attribute on the definition.
+ * Exports are EXPORT_SYMBOL_GPL() lines in kernel-glue/exports_os.c, made
+ * from a list that `make kmod` generates from the SX_API definitions in
+ * engine/*.c (kernel-glue/gen-api.sh), not an attribute on the definition.
  */
 #define SX_API
 
@@ -107,11 +108,19 @@ struct sx_rcu_head {
 /*
  * Assertions.  VERIFY is always checked and ends in BUG(): the contract
  * says the engine cannot go on past it.  ASSERT is VERIFY under SX_DEBUG.
+ * BUG() is expanded here, at the failing site, rather than inside a
+ * __noreturn sx_assert_fail(): objtool knows only the kernel's own noreturn
+ * functions and would report every caller as falling through.
  */
-void sx_assert_fail(const char *expr, const char *file, int line) __noreturn;
+void sx_assert_report(const char *expr, const char *file, int line);
 
 #define VERIFY(expr) \
-	do { if (unlikely(!(expr))) sx_assert_fail(#expr, __FILE__, __LINE__); } while (0)
+	do { \
+		if (unlikely(!(expr))) { \
+			sx_assert_report(#expr, __FILE__, __LINE__); \
+			BUG(); \
+		} \
+	} while (0)
 #ifdef SX_DEBUG
 #define ASSERT(expr)	VERIFY(expr)
 #else
