@@ -62,6 +62,13 @@ int sx_kfault_arm(const char *site, u64 nth, bool forever, int error);
 u64 sx_kfault_hits(const char *site);
 void sx_kfault_clear(void);
 
+/* ctl_os.c: the control device and the self-test runner */
+#define SX_KCTL_DEVNAME		"swapext-ctl"
+int sx_kctl_init(void);
+void sx_kctl_exit(void);
+/** sx_kctl_run_selftest() - engine scenarios and glue checks, printk'd; -EIO if any failed */
+int sx_kctl_run_selftest(u32 *passed, u32 *failed);
+
 /**
  * sx_kglue_selftest() - scenarios for the kernel glue itself (locks,
  * condition variables, atomics, RCU, crc32c, fault sites, the memory device

@@ -46,7 +46,7 @@
 /*
  * Exports are EXPORT_SYMBOL_GPL() lines in kernel-glue/exports_os.c, made
  * from a list that `make kmod` generates from the SX_API definitions in
- * engine/*.c (kernel-glue/gen-api.sh), not an attribute on the definition.
+ * the engine sources (kernel-glue/gen-api.sh), not an attribute on the definition.
  */
 #define SX_API
 
