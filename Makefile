@@ -73,6 +73,8 @@ DEPFLAGS	= -MMD -MP -MF $(@:.o=.d) -MT $@
 
 LDLIBS		:= -lurcu-memb -lpthread
 TEST_LDLIBS	:= -lcmocka $(LDLIBS)
+# The tool loads the kernel module with libkmod (libkmod-dev).
+TOOL_LDLIBS	:= -lkmod
 
 # ---------------------------------------------------------------- sources
 
@@ -112,7 +114,7 @@ ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
-FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS)
+FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS) $(TOOL_LDLIBS)
 
 # Test-run environment (see scripts/run-tests.sh and README.md).
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
@@ -250,7 +252,7 @@ $(LIBSO_LINK): $(LIBSO)
 
 $(TOOL): $(TOOL_OBJS) $(LIBA)
 	@echo "  LD      $@"
-	@$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
+	@$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS) $(TOOL_LDLIBS)
 
 $(UNIT_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)

@@ -18,6 +18,7 @@ int cmd_info(int argc, char **argv);
 int cmd_logprint(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_kmod(int argc, char **argv);
 
 /* tool_usage() - print the usage line of @cmd (NULL: all) to stderr; returns 1 */
 int tool_usage(const char *cmd);

@@ -1,0 +1,176 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# /init of the kcheck guest (tests/kmod/kcheck.sh builds the initramfs).
+# Every check prints one line "KCHECK PASS name" or "KCHECK FAIL name: why";
+# the host counts them.  "KCHECK DONE" ends the run, then the guest powers off.
+
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp
+mount -t tmpfs tmp /tmp
+# engine messages stay in the kernel log; the console gets only ours
+echo 1 > /proc/sys/kernel/printk
+echo
+
+pass() { echo "KCHECK PASS $*"; }
+fail() { echo "KCHECK FAIL $*"; }
+# check NAME COMMAND...: PASS if COMMAND succeeds, else FAIL with its output
+check() {
+	name=$1
+	shift
+	if out=$("$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -n 2 | tr '\n' ' ')"; fi
+}
+finish() {
+	echo "KCHECK DONE"
+	sync
+	poweroff -f
+	sleep 10
+}
+
+# 1. Dependencies and the module, all through libkmod (swapext kmod load)
+for m in $(cat /mods/order); do
+	if ! out=$(swapext kmod load "/mods/$m" 2>&1); then
+		fail "load-$m: $out"
+		finish
+	fi
+done
+pass "load-dependencies"
+check "kmod-load-selftest" swapext kmod load /swapext.ko selftest=1
+[ -c /dev/swapext-ctl ] && pass "control-device" || { fail "control-device: no /dev/swapext-ctl"; finish; }
+
+# 2. The load-time self-test: one line per scenario in the kernel log
+dmesg | sed -n 's/.*swapext: selftest: \(PASS\|FAIL\) \(.*\)/\1 \2/p' > /tmp/st
+while read -r verdict rest; do
+	echo "KCHECK $verdict selftest/$rest"
+done < /tmp/st
+total=$(dmesg | sed -n 's/.*swapext: selftest: total: \(.*\)/\1/p' | tail -n 1)
+echo "KCHECK-INFO kernel selftest at load: $total"
+case "$total" in
+*" 0 failed") pass "selftest-at-load ($total)" ;;
+*) fail "selftest-at-load: ${total:-no total line}" ;;
+esac
+
+# 3. The same through the control device
+out=$(swapext kmod selftest 2>&1)
+case "$out" in
+*" 0 failed") pass "selftest-ioctl ($out)" ;;
+*) fail "selftest-ioctl: $out" ;;
+esac
+ver=$(swapext kmod version 2>&1)
+echo "KCHECK-INFO version: $ver"
+case "$ver" in abi\ 1*) pass "version" ;; *) fail "version: $ver" ;; esac
+
+# 4. Attach the disk the host made with swapext mkfs (clean log)
+id=$(swapext kmod attach /dev/vda 2>/tmp/attach1) || { fail "attach: $(cat /tmp/attach1)"; finish; }
+pass "attach-fresh ($(cat /tmp/attach1))"
+info() { swapext kmod info "$id" | sed -n "s/^$1 //p"; }
+bs=$(info blocksize)
+[ "$bs" = "$KCHECK_BS" ] && pass "info-blocksize" || fail "info-blocksize: $bs, host made $KCHECK_BS"
+free0=$(info free)
+check "attach-twice-busy" sh -c "! swapext kmod attach /dev/vda"
+
+# 5. Durable work: 20 allocations committed with SYNC
+: > /tmp/synced
+n=0
+ok=1
+while [ $n -lt 20 ]; do
+	ext=$(swapext kmod alloc -s "$id" 1 $((n % 8 + 1))) || { ok=0; break; }
+	echo "$ext" >> /tmp/synced
+	n=$((n + 1))
+done
+[ $ok = 1 ] && pass "alloc-sync-20" || fail "alloc-sync-20: after $n"
+synced=0
+while read -r b l; do synced=$((synced + l)); done < /tmp/synced
+free1=$(info free)
+[ "$free1" -eq $((free0 - synced)) ] && pass "free-count-after-alloc" ||
+	fail "free-count-after-alloc: $free1, expected $((free0 - synced))"
+check "sync" swapext kmod sync "$id"
+check "checkpoint" swapext kmod checkpoint "$id"
+b=$(head -n 1 /tmp/synced | cut -d' ' -f1)
+check "free-then-alloc" sh -c "swapext kmod free $id $b 1 && swapext kmod alloc -s $id 1 1 $b | grep -q '^$b 1\$'"
+
+# 6. The file API: real work when the engine has it, else EOPNOTSUPP
+case "$ver" in
+*files*)
+	fd=$(swapext kmod create "$id" hello) && pass "create" || fail "create"
+	check "pwrite" swapext kmod pwrite "$id" "$fd" 0 hello-from-the-kernel
+	out=$(swapext kmod pread "$id" "$fd" 0 21)
+	[ "$out" = hello-from-the-kernel ] && pass "pread" || fail "pread: $out"
+	check "fsync" swapext kmod fsync "$id" "$fd"
+	check "close" swapext kmod close "$id" "$fd"
+	;;
+*)
+	out=$(swapext kmod create "$id" hello 2>&1)
+	case "$out" in
+	*"not supported"*) pass "file-api-eopnotsupp (engine has no file API yet)" ;;
+	*) fail "file-api-eopnotsupp: $out" ;;
+	esac
+	;;
+esac
+out=$(swapext kmod swaprange "$id" 0 1 0 0 4096 2>&1)
+case "$ver" in
+*swaprange*) fail "fiswaprange: the module has it, but kcheck has no test of it yet: $out" ;;
+*)
+	case "$out" in
+	*"not supported"*) pass "fiswaprange-eopnotsupp (engine has no swap_file_range yet)" ;;
+	*) fail "fiswaprange-eopnotsupp: $out" ;;
+	esac
+	;;
+esac
+out=$(swapext kmod swaprange "$id" 0 1 0 0 4096 64 2>&1)
+case "$out" in *"Invalid argument"*) pass "fiswaprange-bad-flags" ;; *) fail "fiswaprange-bad-flags: $out" ;; esac
+
+# 7. Shut down in the middle of a stream of transactions
+swapext kmod work "$id" 100000000 > /tmp/work 2>&1 &
+wpid=$!
+sleep 2
+check "shutdown" swapext kmod shutdown "$id"
+wait $wpid
+wrc=$?
+echo "KCHECK-INFO $(cat /tmp/work)"
+[ $wrc = 2 ] && grep -q "Input/output error" /tmp/work && pass "work-stopped-by-shutdown" ||
+	fail "work-stopped-by-shutdown: rc $wrc $(cat /tmp/work)"
+[ "$(info shutdown)" = 1 ] && pass "info-shutdown" || fail "info-shutdown"
+out=$(swapext kmod alloc -s "$id" 1 1 2>&1)
+case "$out" in *"Input/output error"*) pass "alloc-after-shutdown-eio" ;; *) fail "alloc-after-shutdown-eio: $out" ;; esac
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in
+*"Input/output error"*) pass "detach-after-shutdown ($out)" ;;
+*) fail "detach-after-shutdown: $out" ;;
+esac
+
+# 8. Attach again: recovery runs in the kernel; the durable work is there
+id=$(swapext kmod attach /dev/vda 2>/tmp/attach2) || { fail "reattach: $(cat /tmp/attach2)"; finish; }
+echo "KCHECK-INFO $(cat /tmp/attach2)"
+rec=$(sed -n 's/.*recovery: \([0-9]*\) records.*/\1/p' /tmp/attach2)
+[ "${rec:-0}" -gt 0 ] && pass "reattach-recovery-ran ($rec records)" || fail "reattach-recovery-ran: $(cat /tmp/attach2)"
+bad=0
+while read -r b l; do
+	i=0
+	while [ $i -lt "$l" ]; do
+		[ "$(swapext kmod isfree "$id" $((b + i)))" = used ] || bad=$((bad + 1))
+		i=$((i + 1))
+	done
+done < /tmp/synced
+[ $bad = 0 ] && pass "synced-extents-survived" || fail "synced-extents-survived: $bad blocks free"
+free2=$(info free)
+# at most the two extents the work loop held may be allocated besides
+[ "$free2" -le "$free1" ] && [ "$free2" -ge $((free1 - 8)) ] && pass "free-count-after-recovery ($free2)" ||
+	fail "free-count-after-recovery: $free2, before the work $free1"
+
+# 9. More work after recovery, then a clean detach
+while read -r b l; do swapext kmod free -s "$id" "$b" "$l" || bad=$((bad + 1)); done < /tmp/synced
+[ $bad = 0 ] && pass "free-synced" || fail "free-synced"
+ext=$(swapext kmod alloc -s "$id" 5 5) && pass "alloc-after-recovery" || fail "alloc-after-recovery"
+echo "KCHECK-EXTENT $ext"
+echo "KCHECK-FREE $(info free)"
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in *clean*) pass "detach-clean" ;; *) fail "detach-clean: $out" ;; esac
+check "reattach-readonly" sh -c "i=\$(swapext kmod attach -r /dev/vda) && swapext kmod detach \$i"
+check "unload" swapext kmod unload
+[ ! -e /dev/swapext-ctl ] && pass "control-device-gone" || fail "control-device-gone"
+finish
