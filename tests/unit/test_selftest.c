@@ -40,7 +40,7 @@ static void collect(void *arg, const char *fmt, ...)
 		r->pass_lines++;
 	if (!strncmp(r->last, "FAIL ", 5))
 		r->fail_lines++;
-	printf("selftest: %s\n", r->last);
+	printf("  [selftest] %s\n", r->last);
 }
 
 /* Quiet the engine's own messages (the scenarios provoke some on purpose). */
