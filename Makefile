@@ -159,6 +159,7 @@ tests: $(TEST_BINS)
 # one of the programs (it prints "0 passed, 0 failed, 1 skipped" and why
 # when it cannot run).
 test: lib tool tests $(KCHECK_BIN)
+	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
 	@$(RUN_TESTS) $(KCHECK_BIN)
 
 check:

@@ -157,6 +157,17 @@ esac
 out=$(swapext kmod swaprange "$id" 0 1 0 0 4096 64 2>&1)
 case "$out" in *"Invalid argument"*) pass "fiswaprange-bad-flags" ;; *) fail "fiswaprange-bad-flags: $out" ;; esac
 
+# Two transaction streams at once (the guest has two CPUs)
+swapext kmod work "$id" 2000 > /tmp/w1 2>&1 &
+p1=$!
+swapext kmod work "$id" 2000 > /tmp/w2 2>&1 &
+p2=$!
+wait $p1; r1=$?
+wait $p2; r2=$?
+[ $r1 = 0 ] && [ $r2 = 0 ] && pass "concurrent-work ($(cat /tmp/w1 | tr -d '\n'); $(cat /tmp/w2))" ||
+	fail "concurrent-work: $r1 $r2 $(cat /tmp/w1 /tmp/w2)"
+check "sync-after-concurrent-work" swapext kmod sync "$id"
+
 # 7. Shut down in the middle of a stream of transactions (one more durable
 # allocation made while the stream runs)
 swapext kmod work "$id" 100000000 > /tmp/work 2>&1 &

@@ -4,6 +4,7 @@
 # kcheck: the kernel module in a real Linux 6.1 kernel under qemu.
 #
 # usage: kcheck.sh BUILD_DIR TOOL
+#        kcheck.sh --probe BUILD_DIR TOOL   only say whether it can run (exit 0 or 77)
 #
 # Builds the module, makes a disk image with `TOOL mkfs`, builds an initramfs
 # (busybox-static, the module, the tool and its libraries, the virtio and
@@ -18,6 +19,11 @@
 set -uo pipefail
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+probe=0
+if [ "${1:-}" = --probe ]; then
+	probe=1
+	shift
+fi
 build=${1:?usage: kcheck.sh BUILD_DIR TOOL}
 tool=${2:?usage: kcheck.sh BUILD_DIR TOOL}
 timeout_s=${KCHECK_TIMEOUT:-150}
@@ -42,7 +48,11 @@ for b in /bin/busybox /usr/bin/busybox; do
 	if [ -x "$b" ] && ! ldd "$b" > /dev/null 2>&1; then busybox=$b; break; fi
 done
 [ -n "$busybox" ] || skip "no statically linked busybox (apt-get install busybox-static)"
-[ -x "$tool" ] || skip "no tool $tool"
+[ -x "$tool" ] || [ "$probe" = 1 ] || skip "no tool $tool"
+if [ "$probe" = 1 ]; then
+	echo "kcheck: will run: Linux $kver under $(command -v qemu-system-x86_64)"
+	exit 0
+fi
 
 rm -rf "$work"
 mkdir -p "$work/root"/{bin,mods,proc,sys,dev,tmp,lib64}
