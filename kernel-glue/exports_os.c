@@ -10,7 +10,14 @@
 #include <linux/export.h>
 #include <swapext/swapext.h>
 #include <swapext/selftest.h>
+#include "sx_kglue.h"
 #include "sx_api.h"
 
 #define SX_EXPORT(fn)	EXPORT_SYMBOL_GPL(fn);
 SX_API_FUNCS(SX_EXPORT)
+
+/* The kernel glue's devices, for modules that run the engine themselves. */
+EXPORT_SYMBOL_GPL(sx_kbdev_open);
+EXPORT_SYMBOL_GPL(sx_kmemdev_create);
+EXPORT_SYMBOL_GPL(sx_kdev_kill);
+EXPORT_SYMBOL_GPL(sx_kdev_destroy);

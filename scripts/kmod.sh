@@ -5,6 +5,9 @@
 #
 # usage: kmod.sh kver                 print the kernel version to build for
 #        kmod.sh build KMOD_DIR       build KMOD_DIR/swapext.ko
+#        kmod.sh consumer KMOD_DIR OUT_DIR
+#                                     build OUT_DIR/sxuser.ko (tests/kmod/consumer),
+#                                     a module that uses swapext.ko's exports
 #
 # The kernel version is $KVER if set, else the newest 6.1 "-amd64" flavour
 # whose headers are installed (/usr/src/linux-headers-6.1.*-amd64),
@@ -58,12 +61,28 @@ build)
 		mv "$out/generated/sx_api.h.tmp" "$out/generated/sx_api.h"
 	fi
 	echo "kmod: building swapext.ko for $kver in $out"
+	# inside a make -j the jobserver already decides; else use every CPU
+	jobs=-j"$(nproc)"
+	case " ${MAKEFLAGS:-} " in *jobserver*|*" -j"*) jobs="" ;; esac
+	# shellcheck disable=SC2086
 	make -C "$kdir" M="$out" SX_SRC="$srcdir" SX_GEN="$out/generated" \
-		SX_DEBUG="${SX_DEBUG:-1}" -j"$(nproc)" modules
+		SX_DEBUG="${SX_DEBUG:-1}" $jobs modules
 	echo "kmod: $out/swapext.ko"
 	;;
+consumer)
+	kmoddir=$(cd "${2:?usage: kmod.sh consumer KMOD_DIR OUT_DIR}" && pwd)
+	out=${3:?usage: kmod.sh consumer KMOD_DIR OUT_DIR}
+	kver=$(find_kver)
+	kdir=${KDIR:-/usr/src/linux-headers-$kver}
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	ln -sf "$srcdir/tests/kmod/consumer/sxuser.c" "$out/sxuser.c"
+	ln -sf "$srcdir/tests/kmod/consumer/Kbuild" "$out/Kbuild"
+	make -C "$kdir" M="$out" SX_SRC="$srcdir" \
+		KBUILD_EXTRA_SYMBOLS="$kmoddir/Module.symvers" modules
+	;;
 *)
-	sed -n '3,13p' "$0" >&2
+	sed -n '3,16p' "$0" >&2
 	exit 2
 	;;
 esac

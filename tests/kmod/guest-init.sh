@@ -60,6 +60,17 @@ case "$out" in
 *" 0 failed") pass "selftest-ioctl ($out)" ;;
 *) fail "selftest-ioctl: $out" ;;
 esac
+# A second module built against swapext.ko's exports uses them
+if out=$(swapext kmod load /sxuser.ko 2>&1); then
+	line=$(dmesg | sed -n 's/.*sxuser: exported API: //p' | tail -n 1)
+	case "$line" in
+	*" 0 failed; "*": 0 (Success)") pass "exported-api-from-another-module ($line)" ;;
+	*) fail "exported-api-from-another-module: ${line:-no sxuser line}" ;;
+	esac
+else
+	fail "exported-api-from-another-module: $out"
+fi
+check "unload-api-user" swapext kmod unload sxuser
 ver=$(swapext kmod version 2>&1)
 echo "KCHECK-INFO version: $ver"
 case "$ver" in abi\ 1*) pass "version" ;; *) fail "version: $ver" ;; esac

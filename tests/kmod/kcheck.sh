@@ -64,6 +64,13 @@ if ! bash "$srcdir/scripts/kmod.sh" build "$build/kmod" > "$work/kmod-build.log"
 	echo "0 passed, 1 failed"
 	exit 1
 fi
+if ! bash "$srcdir/scripts/kmod.sh" consumer "$build/kmod" "$build/kmod-consumer" \
+		> "$work/consumer-build.log" 2>&1; then
+	tail -n 30 "$work/consumer-build.log"
+	echo "KCHECK FAIL consumer-module-build"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 
 # The initramfs: busybox, the tool with every library it needs, the modules.
 root=$work/root
@@ -89,6 +96,7 @@ for m in drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_
 done
 echo "$order" > "$root/mods/order"
 cp "$build/kmod/swapext.ko" "$root/swapext.ko"
+cp "$build/kmod-consumer/sxuser.ko" "$root/sxuser.ko"
 {
 	echo '#!/bin/busybox sh'
 	echo "export KCHECK_BS=$bs"

@@ -24,7 +24,7 @@ _Static_assert(SX_KCTL_ATTACH == _IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach), 
 
 static const char kmod_usage[] =
 	"usage: swapext kmod load [MODULE.ko] [PARAM=VALUE...]   (default $SWAPEXT_KO or " KMOD_DEFAULT_PATH ")\n"
-	"       swapext kmod unload\n"
+	"       swapext kmod unload [NAME]                (default swapext)\n"
 	"       swapext kmod version | selftest\n"
 	"       swapext kmod attach [-r] [-n] DEVICE     (prints the instance id)\n"
 	"       swapext kmod detach|shutdown|sync|checkpoint|info ID\n"
@@ -113,24 +113,25 @@ static int kmod_load(int argc, char **argv)
 	return 0;
 }
 
-/* unload: remove the module with libkmod. */
-static int kmod_unload(void)
+/* unload [NAME]: remove the module (default swapext) with libkmod. */
+static int kmod_unload(int argc, char **argv)
 {
+	const char *name = argc > 0 ? argv[0] : "swapext";
 	struct kmod_ctx *ctx = kmod_new(NULL, NULL);
 	struct kmod_module *mod;
 	int error;
 
 	if (!ctx)
 		return tool_fail("kmod_new failed");
-	error = kmod_module_new_from_name(ctx, "swapext", &mod);
+	error = kmod_module_new_from_name(ctx, name, &mod);
 	if (!error) {
 		error = kmod_module_remove_module(mod, 0);
 		kmod_module_unref(mod);
 	}
 	kmod_unref(ctx);
 	if (error)
-		return tool_error(error, "remove swapext");
-	printf("unloaded swapext\n");
+		return tool_error(error, "remove %s", name);
+	printf("unloaded %s\n", name);
 	return 0;
 }
 
@@ -436,7 +437,7 @@ int cmd_kmod(int argc, char **argv)
 	if (!strcmp(cmd, "load"))
 		return kmod_load(argc, argv);
 	if (!strcmp(cmd, "unload"))
-		return kmod_unload();
+		return kmod_unload(argc, argv);
 	if (!strcmp(cmd, "version")) {
 		struct sx_kctl_version kv;
 
