@@ -25,6 +25,15 @@ check() {
 	if out=$("$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -n 2 | tr '\n' ' ')"; fi
 }
 finish() {
+	# the console shows only our lines: look at the kernel log itself
+	if dmesg | grep -qE 'BUG:|WARNING:|Oops|Call Trace|assertion failed|hung_task|blocked for more'; then
+		fail "kernel-log-no-warnings"
+		dmesg | grep -E -A12 'BUG:|WARNING:|Oops|assertion failed|blocked for more' | head -n 60 |
+			sed 's/^/KCHECK-DMESG /'
+	else
+		pass "kernel-log-no-warnings"
+	fi
+	dmesg | sed 's/^/KLOG /'
 	echo "KCHECK DONE"
 	sync
 	poweroff -f
@@ -145,6 +154,17 @@ case "$ver" in
 	out=$(swapext kmod pread "$id" "$fd" 0 21)
 	[ "$out" = hello-from-the-kernel ] && pass "pread" || fail "pread: $out"
 	check "fsync" swapext kmod fsync "$id" "$fd"
+	case "$ver" in
+	*clone*)
+		fd2=$(swapext kmod create "$id" hello-clone) && pass "create-clone-target" ||
+			fail "create-clone-target"
+		check "clone" swapext kmod clone "$id" "$fd2" "$fd"
+		out=$(swapext kmod pread "$id" "$fd2" 0 21)
+		[ "$out" = hello-from-the-kernel ] && pass "pread-clone" || fail "pread-clone: $out"
+		check "fsync-clone" swapext kmod fsync "$id" "$fd2"
+		check "close-clone" swapext kmod close "$id" "$fd2"
+		;;
+	esac
 	check "close" swapext kmod close "$id" "$fd"
 	;;
 *)
@@ -211,6 +231,15 @@ free2=$(info free)
 # the work loop holds at most two extents of up to 4 blocks each
 [ "$free2" -le $((free1 + 8)) ] && [ "$free2" -ge $((free1 - 8)) ] && pass "free-count-after-recovery-2 ($free2)" ||
 	fail "free-count-after-recovery-2: $free2, during the work $free1"
+
+# the fsync'd file came through the shutdown and the recovery
+case "$ver" in
+*files*)
+	fd=$(swapext kmod open "$id" hello) && out=$(swapext kmod pread "$id" "$fd" 0 21)
+	[ "$out" = hello-from-the-kernel ] && pass "file-after-recovery" || fail "file-after-recovery: $out"
+	swapext kmod close "$id" "$fd" > /dev/null 2>&1
+	;;
+esac
 
 # 9. More work after recovery, then a clean detach
 bad=0

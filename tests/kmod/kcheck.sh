@@ -132,7 +132,7 @@ while IFS= read -r line; do
 	case "$line" in
 	"KCHECK PASS "*) passed=$((passed + 1)); echo "$line" ;;
 	"KCHECK FAIL "*) failed=$((failed + 1)); echo "$line" ;;
-	"KCHECK-INFO "*) echo "$line" ;;
+	"KCHECK-INFO "*|"KCHECK-DMESG "*) echo "$line" ;;
 	esac
 done < <(grep -ao 'KCHECK.*' "$work/console.txt")
 
