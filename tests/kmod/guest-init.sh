@@ -33,7 +33,7 @@ finish() {
 	else
 		pass "kernel-log-no-warnings"
 	fi
-	dmesg | sed 's/^/KLOG /'
+	dmesg | grep -E 'swapext|sxuser' | sed 's/^/KLOG /'
 	echo "KCHECK DONE"
 	sync
 	poweroff -f
