@@ -34,6 +34,8 @@ struct file_swap_range {
 	u64		pad[6];		/* must be zeroes */
 };
 
+_Static_assert(sizeof(struct file_swap_range) == 120, "struct file_swap_range changed size");
+
 /* Atomic swap operations are not required (no completion after a crash). */
 #define FILE_SWAP_RANGE_NONATOMIC	(1 << 0)
 /* Check file2's inode number, mtime and ctime; -EBUSY if they differ. */

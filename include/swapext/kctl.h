@@ -193,4 +193,17 @@ struct sx_kctl_select {
 #define SX_KCTL_SELECT		SX_IOW(SX_KCTL_TYPE, 27, struct sx_kctl_select)
 /* FISWAPRANGE (include/swapext/fsr.h) on a SELECTed control file */
 
+/* The layouts are the ABI: same sizes for every caller, no implicit padding. */
+_Static_assert(sizeof(struct sx_kctl_version) == 16, "sx_kctl_version changed size");
+_Static_assert(sizeof(struct sx_kctl_attach) == 336, "sx_kctl_attach changed size");
+_Static_assert(sizeof(struct sx_kctl_id) == 16, "sx_kctl_id changed size");
+_Static_assert(sizeof(struct sx_kctl_info) == 168, "sx_kctl_info changed size");
+_Static_assert(sizeof(struct sx_kctl_extent) == 40, "sx_kctl_extent changed size");
+_Static_assert(sizeof(struct sx_kctl_selftest) == 16, "sx_kctl_selftest changed size");
+_Static_assert(sizeof(struct sx_kctl_fault) == 72, "sx_kctl_fault changed size");
+_Static_assert(sizeof(struct sx_kctl_file) == 272, "sx_kctl_file changed size");
+_Static_assert(sizeof(struct sx_kctl_rw) == 40, "sx_kctl_rw changed size");
+_Static_assert(sizeof(struct sx_kctl_clone) == 16, "sx_kctl_clone changed size");
+_Static_assert(sizeof(struct sx_kctl_select) == 8, "sx_kctl_select changed size");
+
 #endif /* SWAPEXT_KCTL_H */
