@@ -188,6 +188,21 @@ esac
 out=$(swapext kmod swaprange "$id" 0 1 0 0 4096 64 2>&1)
 case "$out" in *"Invalid argument"*) pass "fiswaprange-bad-flags" ;; *) fail "fiswaprange-bad-flags: $out" ;; esac
 
+# Fault sites armed through the control device fail the engine call once
+case "$ver" in
+*faults*)
+	check "fault-arm" swapext kmod fault alloc_extent 1 28
+	out=$(swapext kmod alloc -s "$id" 1 1 2>&1)
+	case "$out" in *"No space left"*) pass "fault-fails-alloc" ;; *) fail "fault-fails-alloc: $out" ;; esac
+	check "fault-once-only" swapext kmod alloc -s "$id" 1 1
+	check "fault-arm-trans" swapext kmod fault trans_alloc 1 12
+	out=$(swapext kmod alloc -s "$id" 1 1 2>&1)
+	case "$out" in *"Cannot allocate memory"*) pass "fault-fails-trans-alloc" ;; *) fail "fault-fails-trans-alloc: $out" ;; esac
+	check "fault-clear" swapext kmod fault-clear
+	[ "$(info shutdown)" = 0 ] && pass "faults-did-not-shut-down" || fail "faults-did-not-shut-down"
+	;;
+esac
+
 # Two transaction streams at once (the guest has two CPUs)
 swapext kmod work "$id" 2000 > /tmp/w1 2>&1 &
 p1=$!
