@@ -54,7 +54,7 @@ build)
 	for f in "$srcdir"/engine/*.c; do ln -sf "$f" "$out/engine/"; done
 	for f in "$srcdir"/kernel-glue/*.c; do ln -sf "$f" "$out/kernel-glue/"; done
 	ln -sf "$srcdir/kernel-glue/Kbuild" "$out/Kbuild"
-	bash "$srcdir/kernel-glue/gen-api.sh" "$srcdir"/engine/*.c > "$out/generated/sx_api.h.tmp"
+	bash "$srcdir/kernel-glue/gen-api.sh" "$srcdir/include" "$srcdir"/engine/*.c > "$out/generated/sx_api.h.tmp"
 	if cmp -s "$out/generated/sx_api.h.tmp" "$out/generated/sx_api.h"; then
 		rm -f "$out/generated/sx_api.h.tmp"
 	else
