@@ -217,7 +217,7 @@ run-tests: tool tests
 # The module: engine/*.c + kernel-glue/*.c (kernel-glue/Kbuild) in $(KMOD_DIR).
 kmod:
 	@$(call DEPS,kernel)
-	@bash scripts/kmod.sh build $(KMOD_DIR)
+	@SX_DEBUG=$(DEBUG) bash scripts/kmod.sh build $(KMOD_DIR)
 
 # Boot it: exit 0 also when skipped (the reason is printed).
 kcheck:

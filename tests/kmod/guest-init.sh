@@ -266,6 +266,21 @@ echo "KCHECK-FREE $(info free)"
 out=$(swapext kmod detach "$id" 2>&1)
 case "$out" in *clean*) pass "detach-clean" ;; *) fail "detach-clean: $out" ;; esac
 check "reattach-readonly" sh -c "i=\$(swapext kmod attach -r /dev/vda) && swapext kmod detach \$i"
-check "unload" swapext kmod unload
+# Unloading with an instance attached unmounts it cleanly
+id=$(swapext kmod attach /dev/vda 2>/dev/null) && ext=$(swapext kmod alloc "$id" 2 2) ||
+	fail "attach-before-unload"
+freeu=$(info free)
+check "unload-with-instance-attached" swapext kmod unload
 [ ! -e /dev/swapext-ctl ] && pass "control-device-gone" || fail "control-device-gone"
+check "reload" swapext kmod load /swapext.ko
+id=$(swapext kmod attach /dev/vda 2>/tmp/attach3) || fail "attach-after-reload: $(cat /tmp/attach3)"
+grep -q "recovery: 0 records" /tmp/attach3 && pass "unload-had-unmounted-cleanly" ||
+	fail "unload-had-unmounted-cleanly: $(cat /tmp/attach3)"
+[ "$(info free)" = "$freeu" ] && pass "unload-kept-the-work" || fail "unload-kept-the-work: $(info free), expected $freeu"
+set -- $ext
+check "free-after-reload" swapext kmod free -s "$id" "$1" "$2"
+echo "KCHECK-FREE $(info free)"
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in *clean*) pass "detach-clean-2" ;; *) fail "detach-clean-2: $out" ;; esac
+check "unload" swapext kmod unload
 finish
