@@ -81,6 +81,11 @@ TOOL_LDLIBS	:= -lkmod
 
 # ---------------------------------------------------------------- sources
 
+# The kernel module's build directory and the kcheck program (KCHECK=0: no kcheck in make check).
+KCHECK		?= 1
+KMOD_DIR	:= $(BUILD)/kmod
+KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
+
 LIB_SRCS	:= $(sort $(wildcard engine/*.c user-glue/*.c))
 TOOL_SRCS	:= $(sort $(wildcard user-glue/tool/*.c))
 COMMON_SRCS	:= $(sort $(wildcard tests/common/*.c))
@@ -102,10 +107,6 @@ TOOL		:= $(BUILD)/swapext
 PCFILE		:= $(BUILD)/swapext.pc
 
 UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
-# The kernel module's build directory and the kcheck program (KCHECK=0: no kcheck in make check).
-KCHECK		?= 1
-KMOD_DIR	:= $(BUILD)/kmod
-KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
 CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
 TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS)
 

@@ -13,12 +13,12 @@
 /* What every subcommand's entry point looks like; returns the exit status. */
 typedef int (*tool_cmd_fn)(int argc, char **argv);
 
+int cmd_kmod(int argc, char **argv);
 int cmd_mkfs(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_logprint(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
-int cmd_kmod(int argc, char **argv);
 
 /* tool_usage() - print the usage line of @cmd (NULL: all) to stderr; returns 1 */
 int tool_usage(const char *cmd);
