@@ -144,7 +144,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SUFFIXES:
 
 .PHONY: all lib tool tests test check demo coverage asan ubsan check-portable \
-	install uninstall clean help deps kmod kcheck FORCE
+	install uninstall clean help deps FORCE
 
 # ---------------------------------------------------------------- main targets
 
@@ -214,6 +214,8 @@ run-tests: tool tests
 	@$(RUN_TESTS)
 
 # ---------------------------------------------------------------- kernel module
+
+.PHONY: kmod kcheck
 
 # The module: engine/*.c + kernel-glue/*.c (kernel-glue/Kbuild) in $(KMOD_DIR).
 kmod:
