@@ -30,7 +30,7 @@ static const char kmod_usage[] =
 	"       swapext kmod detach|shutdown|sync|checkpoint|info ID\n"
 	"       swapext kmod alloc [-s] ID MINLEN MAXLEN [HINT]   (prints BNO LEN)\n"
 	"       swapext kmod free [-s] ID BNO LEN\n"
-	"       swapext kmod isfree ID BNO               (prints free or used)\n"
+	"       swapext kmod isfree ID BNO [LEN]         (free or used; with LEN: used N free M)\n"
 	"       swapext kmod work [-s] ID COUNT          (COUNT allocations of 1..4 blocks)\n"
 	"       swapext kmod fault NAME NTH ERRNO [forever] | fault-clear\n"
 	"       swapext kmod create|open ID NAME | close|fsync ID FD\n"
@@ -249,10 +249,27 @@ static int kmod_extent(const char *cmd, int argc, char **argv)
 		return kmod_ioctl(SX_KCTL_FREE, &ke, "free") ? 1 : 0;
 	}
 	if (!strcmp(cmd, "isfree")) {
-		ke.ke_bno = a;
-		if (kmod_ioctl(SX_KCTL_ISFREE, &ke, "isfree"))
+		u64 nfree = 0, n = argc > 2 ? b : 1;
+
+		fd = kmod_ctl_open();
+		if (fd < 0)
 			return 1;
-		printf("%s\n", ke.ke_len ? "free" : "used");
+		for (i = 0; i < n; i++) {
+			ke.ke_bno = a + i;
+			if (ioctl(fd, SX_KCTL_ISFREE, &ke) < 0) {
+				ret = -errno;
+				break;
+			}
+			nfree += ke.ke_len;
+		}
+		close(fd);
+		if (ret)
+			return tool_error(ret, "isfree");
+		if (argc > 2)
+			printf("used %llu free %llu\n", (unsigned long long)(n - nfree),
+			       (unsigned long long)nfree);
+		else
+			printf("%s\n", nfree ? "free" : "used");
 		return 0;
 	}
 	/*
