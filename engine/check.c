@@ -102,6 +102,7 @@ struct sx_mount *sx_offline_mount_alloc(struct sx_bdev *bd, const char *name)
 	mp->m_flags = SX_MF_RDONLY;
 	sx_mutex_init(&mp->m_sb_lock);
 	sx_list_init(&mp->m_rintents);
+	sx_list_init(&mp->m_dcaptured);
 	snprintf(mp->m_name, sizeof(mp->m_name), "%s", name ? name : "offline");
 	return mp;
 }

@@ -17,6 +17,7 @@
 #define SX_DEFER_H
 
 #include "util.h"
+#include "item.h"
 
 struct sx_trans;
 struct sx_recovered_intent;
@@ -38,6 +39,8 @@ struct sx_defer_ops {
 	void		(*do_cancel)(void *item);
 	/* log bytes one finish step needs beyond the done item */
 	u32		(*do_step_res)(const struct sx_mount *mp);
+	/* optional: describe one logged item for the log printer */
+	void		(*do_print)(const void *logged, sx_print_fn pr, void *arg);
 };
 
 /** sx_defer_register() - make a type known, with its log items for recovery */
@@ -48,9 +51,14 @@ void sx_defer_unregister(const struct sx_defer_ops *ops);
 int sx_defer_add(struct sx_trans *tp, const struct sx_defer_ops *ops, const void *item);
 
 /**
- * sx_defer_finish() - finish every queued item, rolling *@tpp as needed;
- * on error the work not yet done is cancelled and *@tpp is still valid to
- * cancel (its intents are left for recovery only if logged)
+ * sx_defer_finish() - finish every queued item, rolling *@tpp as needed
+ *
+ * On return *@tpp is a fresh transaction (nothing of the chain left in it)
+ * for the caller to go on with and commit.  On error the work not yet done
+ * is cancelled and *@tpp is the caller's to cancel (it may be NULL if a roll
+ * failed; sx_trans_cancel(NULL) does nothing).  An error after the chain's
+ * first intent was committed shuts the mount down: the log then holds an
+ * unfinished intent that only recovery may finish.
  */
 int sx_defer_finish(struct sx_trans **tpp);
 
@@ -59,5 +67,41 @@ void sx_defer_cancel(struct sx_trans *tp);
 
 /** sx_defer_pending() - true if @tp has queued work */
 bool sx_defer_pending(const struct sx_trans *tp);
+
+/*
+ * For trans.c: sx_trans_roll() of a transaction with queued work logs the
+ * intents of that work before the commit (the change that queued the work
+ * and the promise to do it are one atomic update) and moves the work on.
+ */
+int sx_defer_log_intents(struct sx_trans *tp);
+/* move @tp's work to @list / @list's committed work into @tp / throw it away */
+void sx_defer_detach(struct sx_trans *tp, struct sx_list *list);
+void sx_defer_attach(struct sx_trans *tp, struct sx_list *list);
+void sx_defer_drop(struct sx_mount *mp, struct sx_list *list);
+
+/**
+ * sx_defer_step_bytes() - log space a transaction of a chain needs for one
+ * finish step of @ops: the step, its done item, an intent for what is left
+ * and intents for the work the step queues
+ */
+u32 sx_defer_step_bytes(const struct sx_mount *mp, const struct sx_defer_ops *ops);
+
+/*
+ * Recovery: each unfinished intent of a registered type is captured (its
+ * items rebuilt, no transaction yet); sx_defer_recover_finish() then runs
+ * the captured chains in log order, after every intent has been seen, so
+ * that no chain's new work lands before an older intent's.
+ */
+int sx_defer_recover_finish(struct sx_mount *mp);
+void sx_defer_recover_cancel(struct sx_mount *mp);
+
+/** sx_defer_stats - chain counters, for tests and figures */
+struct sx_defer_stats {
+	u64	ds_intents;		/* intents logged */
+	u64	ds_steps;		/* finish steps */
+	u64	ds_requeues;		/* steps that returned -EAGAIN */
+	u64	ds_relogs;		/* intents relogged to free the log tail */
+};
+void sx_defer_get_stats(struct sx_mount *mp, struct sx_defer_stats *st);
 
 #endif /* SX_DEFER_H */

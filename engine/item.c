@@ -71,6 +71,8 @@ const char *sx_item_name(u16 type)
 		[SX_LOG_OP_EFI] = "EFI", [SX_LOG_OP_EFD] = "EFD",
 		[SX_LOG_OP_CUI] = "CUI", [SX_LOG_OP_CUD] = "CUD",
 		[SX_LOG_OP_SXI] = "SXI", [SX_LOG_OP_SXD] = "SXD",
+		[SX_LOG_OP_TEST_DEFER] = "TEST_DEFER",
+		[SX_LOG_OP_TEST_DEFER_DONE] = "TEST_DEFER_DONE",
 		[SX_LOG_OP_TEST_INTENT] = "TEST_INTENT",
 		[SX_LOG_OP_TEST_DONE] = "TEST_DONE",
 	};

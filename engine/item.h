@@ -29,16 +29,19 @@ struct sx_item_ops {
 	u16		io_done_type;	/* for an intent: its done type; else 0 */
 	const char	*io_name;
 	/* intents: check a logged payload before recovery trusts it */
-	int		(*io_validate)(struct sx_mount *mp, const void *payload, u32 len);
+	int		(*io_validate)(const struct sx_item_ops *ops, struct sx_mount *mp,
+				       const void *payload, u32 len);
 	/*
 	 * intents: finish the work after a crash.  Must log the done item
 	 * (with the intent's id) in the transaction that does the work.
 	 */
-	int		(*io_recover)(struct sx_mount *mp,
+	int		(*io_recover)(const struct sx_item_ops *ops, struct sx_mount *mp,
 				      const struct sx_recovered_intent *ri);
 	/* decode a payload for the log printer; may be NULL */
-	void		(*io_print)(const void *payload, u32 len, sx_print_fn pr,
-				    void *arg);
+	void		(*io_print)(const struct sx_item_ops *ops, const void *payload,
+				    u32 len, sx_print_fn pr, void *arg);
+	/* the registrant's own data (the deferred-op table of a defer type) */
+	const void	*io_priv;
 };
 
 /**

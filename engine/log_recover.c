@@ -14,6 +14,7 @@
 #include "log.h"
 #include "buf.h"
 #include "item.h"
+#include "defer.h"
 #include "mount.h"
 
 /* Recovery buffers held at once before they are written back. */
@@ -606,12 +607,12 @@ int sx_log_recover_intents(struct sx_mount *mp)
 			if (!ops || !ops->io_recover) {
 				error = -EFSCORRUPTED;
 			} else if (ops->io_validate &&
-				   ops->io_validate(mp, ri->ri.ri_payload, ri->ri.ri_len)) {
+				   ops->io_validate(ops, mp, ri->ri.ri_payload, ri->ri.ri_len)) {
 				sx_err(mp, "%s intent %llx failed validation", ops->io_name,
 				       (unsigned long long)ri->ri.ri_id);
 				error = -EFSCORRUPTED;
 			} else {
-				error = ops->io_recover(mp, &ri->ri);
+				error = ops->io_recover(ops, mp, &ri->ri);
 				if (!error)
 					mp->m_rstats.rs_intents++;
 			}
@@ -619,6 +620,11 @@ int sx_log_recover_intents(struct sx_mount *mp)
 		sx_list_del(&ri->ri_list);
 		sx_free(ri);
 	}
+	/* the intents of deferred types were captured above; finish them now */
+	if (!error)
+		error = sx_defer_recover_finish(mp);
+	else
+		sx_defer_recover_cancel(mp);
 	if (error) {
 		sx_err(mp, "intent recovery failed (%d); the log is left for the next mount",
 		       error);

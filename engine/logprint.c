@@ -110,7 +110,7 @@ static void lp_print_item(struct sx_logprinter *lp, const char *prefix, u16 type
 	lp_out(lp, "%s: %s, id 0x%llx, %u items, %u bytes", prefix, kind,
 	       (sx_ull)le64_to_cpu(li->li_id), le32_to_cpu(li->li_nitems), len);
 	if (ops && ops->io_print)
-		ops->io_print(payload, len, lp->lp_print, lp->lp_arg);
+		ops->io_print(ops, payload, len, lp->lp_print, lp->lp_arg);
 }
 
 /* Print one op (a callback of sx_log_rec_walk_ops()). */

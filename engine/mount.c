@@ -7,6 +7,8 @@
 #include "buf.h"
 #include "log.h"
 #include "alloc.h"
+#include "defer.h"
+#include "efi.h"
 
 /* Stop all further I/O; the first error is the one reported. */
 void sx_force_shutdown(struct sx_mount *mp, int error)
@@ -107,6 +109,9 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 
 	if (!opts)
 		opts = &defaults;
+	error = sx_defer_register(&sx_efi_defer_ops);
+	if (error)
+		return error;
 	if ((opts->mo_flags & SX_MOUNT_NORECOVERY) && !(opts->mo_flags & SX_MOUNT_RDONLY))
 		return -EINVAL;
 	rdonly = opts->mo_flags & SX_MOUNT_RDONLY;
@@ -116,6 +121,7 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	mp->m_bdev = bd;
 	sx_mutex_init(&mp->m_sb_lock);
 	sx_list_init(&mp->m_rintents);
+	sx_list_init(&mp->m_dcaptured);
 	snprintf(mp->m_name, sizeof(mp->m_name), "%s", opts->mo_name ? opts->mo_name : "sx");
 	if (rdonly)
 		mp->m_flags |= SX_MF_RDONLY;

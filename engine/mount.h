@@ -13,6 +13,14 @@ struct sx_log;
 struct sx_bcache;
 struct sx_alloc;
 
+/* Counters of deferred work, m_dstat[] */
+enum {
+	SX_DSTAT_INTENTS,
+	SX_DSTAT_STEPS,
+	SX_DSTAT_REQUEUES,
+	SX_DSTAT_RELOGS,
+};
+
 enum {
 	SX_MF_RDONLY	= (1u << 0),
 	SX_MF_SHUTDOWN	= (1u << 1),
@@ -33,6 +41,8 @@ struct sx_mount {
 	struct sx_alloc	*m_alloc;
 	struct sx_recovery_stats m_rstats;
 	struct sx_list	m_rintents;	/* unfinished intents found by recovery */
+	struct sx_list	m_dcaptured;	/* their deferred work, captured (defer.c) */
+	struct sx_atomic64 m_dstat[4];	/* SX_DSTAT_* (defer.c) */
 };
 
 /** sx_is_shutdown() - true once the mount has stopped all I/O */

@@ -10,6 +10,7 @@
  */
 #include "util.h"
 #include "trans.h"
+#include "defer.h"
 #include "buf.h"
 #include "log.h"
 #include "item.h"
@@ -53,6 +54,7 @@ int sx_trans_alloc(struct sx_mount *mp, u32 res_bytes, u32 flags,
 	tp->t_bytes = SX_TRANS_END_BYTES;
 	sx_list_init(&tp->t_bufs);
 	sx_list_init(&tp->t_items);
+	sx_list_init(&tp->t_dfops);
 	error = sx_log_reserve(mp, tp->t_res_bytes, &tp->t_res_blocks);
 	if (error) {
 		sx_free(tp);
@@ -417,8 +419,13 @@ static void sx_trans_free_items(struct sx_trans *tp)
 /* Undo every change: joined buffers get their contents back. */
 void sx_trans_cancel(struct sx_trans *tp)
 {
-	struct sx_mount *mp = tp->t_mp;
+	struct sx_mount *mp;
 	struct sx_list *pos, *n;
+
+	if (!tp)
+		return;
+	mp = tp->t_mp;
+	sx_defer_cancel(tp);
 
 	sx_list_for_each_safe(pos, n, &tp->t_bufs) {
 		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
@@ -549,9 +556,21 @@ out_cancel:
 	return error;
 }
 
-/* Commit @tp; held buffers stay locked and are the caller's to release. */
+/*
+ * Commit @tp; held buffers stay locked and are the caller's to release.
+ * Work still queued is finished first, in a chain of its own.
+ */
 int sx_trans_commit(struct sx_trans *tp)
 {
+	int error;
+
+	if (sx_defer_pending(tp)) {
+		error = sx_defer_finish(&tp);
+		if (error) {
+			sx_trans_cancel(tp);
+			return error;
+		}
+	}
 	return sx_trans_commit_held(tp, NULL);
 }
 
@@ -562,18 +581,36 @@ int sx_trans_commit(struct sx_trans *tp)
  */
 int sx_trans_roll(struct sx_trans **tpp)
 {
+	return sx_trans_roll_res(tpp, 0);
+}
+
+/* sx_trans_roll() into a reservation of at least @res_bytes. */
+int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes)
+{
 	struct sx_trans *tp = *tpp, *ntp = NULL;
 	struct sx_mount *mp = tp->t_mp;
-	u32 res = tp->t_res_bytes - SX_TRANS_END_BYTES;
+	u32 res = sx_max(tp->t_res_bytes - SX_TRANS_END_BYTES, res_bytes);
 	u32 flags = tp->t_flags & SX_TRANS_SYNC;
-	struct sx_list held, *pos, *n;
+	struct sx_list held, dfops, *pos, *n;
 	int error;
 
+	/* queued work is promised by this commit and carried to the next */
 	*tpp = NULL;
+	error = sx_defer_log_intents(tp);
+	if (error) {
+		sx_trans_cancel(tp);
+		return error;
+	}
 	sx_list_init(&held);
+	sx_list_init(&dfops);
+	sx_defer_detach(tp, &dfops);
 	error = sx_trans_commit_held(tp, &held);
 	if (!error)
 		error = sx_trans_alloc(mp, res, flags, &ntp);
+	if (!error)
+		sx_defer_attach(ntp, &dfops);
+	else
+		sx_defer_drop(mp, &dfops);
 	sx_list_for_each_safe(pos, n, &held) {
 		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
 

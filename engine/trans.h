@@ -38,6 +38,7 @@ struct sx_trans {
 	u32		t_bytes;	/* worst-case formatted size so far */
 	struct sx_list	t_bufs;
 	struct sx_list	t_items;
+	struct sx_list	t_dfops;	/* queued deferred work (defer.c) */
 };
 
 /**
@@ -99,7 +100,19 @@ int sx_trans_commit(struct sx_trans *tp);
 /** sx_trans_roll() - commit *@tpp and replace it with a fresh transaction */
 int sx_trans_roll(struct sx_trans **tpp);
 
-/** sx_trans_cancel() - undo every change of @tp and free it */
+/**
+ * sx_trans_roll_res() - sx_trans_roll() into a transaction that reserves at
+ * least @res_bytes (a chain whose later steps need more than its first)
+ */
+int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes);
+
+/** sx_trans_space() - log bytes still free in @tp's reservation */
+static inline u32 sx_trans_space(const struct sx_trans *tp)
+{
+	return tp->t_res_bytes - tp->t_bytes;
+}
+
+/** sx_trans_cancel() - undo every change of @tp and free it; NULL is a no-op */
 void sx_trans_cancel(struct sx_trans *tp);
 
 /** sx_trans_op_bytes() - worst-case log bytes for an op with @payload bytes */

@@ -170,6 +170,8 @@ enum sx_log_op_type {
 	SX_LOG_OP_CUD		= 0x15,
 	SX_LOG_OP_SXI		= 0x16,	/* swap extents */
 	SX_LOG_OP_SXD		= 0x17,
+	SX_LOG_OP_TEST_DEFER	= 0x7c,	/* test-only deferred type (unit tests) */
+	SX_LOG_OP_TEST_DEFER_DONE = 0x7d,
 	SX_LOG_OP_TEST_INTENT	= 0x7e,	/* test-only intent (unit tests) */
 	SX_LOG_OP_TEST_DONE	= 0x7f,
 	SX_LOG_OP_MAX		= 0x80,

@@ -231,7 +231,8 @@ struct sx_mount *sxt_mount(struct sx_bdev *bd)
 }
 
 /* Validate a logged test intent. */
-static int sxt_intent_validate(struct sx_mount *mp, const void *payload, u32 len)
+static int sxt_intent_validate(const struct sx_item_ops *ops, struct sx_mount *mp,
+			       const void *payload, u32 len)
 {
 	const struct sxt_dtest_intent *ti = payload;
 
@@ -244,7 +245,8 @@ static int sxt_intent_validate(struct sx_mount *mp, const void *payload, u32 len
 }
 
 /* Finish a test intent found unfinished by recovery. */
-static int sxt_intent_recover(struct sx_mount *mp, const struct sx_recovered_intent *ri)
+static int sxt_intent_recover(const struct sx_item_ops *ops, struct sx_mount *mp,
+			      const struct sx_recovered_intent *ri)
 {
 	const struct sxt_dtest_intent *ti = ri->ri_payload;
 	struct sx_trans *tp;
