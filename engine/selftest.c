@@ -13,6 +13,8 @@
 #include "mount.h"
 #include "trans.h"
 #include "alloc.h"
+#include "defer.h"
+#include "efi.h"
 
 #define ST_DEVSIZE	(16ull << 20)
 #define ST_SECTSIZE	512u
@@ -567,6 +569,57 @@ out:
 	st_destroy(bd);
 }
 
+/*
+ * A deferred free (an EFI chain of one step per transaction) returns the
+ * blocks at commit; a crash copy taken after it recovers to the same
+ * counts, with the intent and its done item paired by recovery.
+ */
+static void st_defer_efi(struct sx_st *st)
+{
+	struct sx_bdev *bd = NULL, *copy = NULL;
+	struct sx_mount *mp = NULL;
+	struct sx_defer_stats ds0, ds1;
+	struct sx_trans *tp;
+	u64 free0, bno[3];
+	u32 len, max;
+	int i;
+
+	ST_OK(st, st_newfs(st, ST_DEVSIZE, 512, &bd));
+	ST_OK(st, st_mount(bd, 0, &mp));
+	free0 = sx_alloc_free_blocks(mp);
+	max = sx_alloc_max_extent(mp);
+	/* three maximal extents, one after the other */
+	for (i = 0; i < 3; i++) {
+		ST_OK(st, st_alloc(mp, 0, 0, max, max, &bno[i], &len));
+		ST_CHECK(st, i == 0 || bno[i] == bno[i - 1] + max, bno[i]);
+	}
+	sx_defer_get_stats(mp, &ds0);
+	ST_OK(st, sx_trans_alloc(mp, sx_efi_res_bytes(mp), SX_TRANS_SYNC, &tp));
+	/* one range of three extents' worth: the chain takes three steps */
+	ST_OK(st, sx_efi_free_later(tp, bno[0], 3ull * max));
+	ST_OK(st, sx_trans_commit(tp));
+	sx_defer_get_stats(mp, &ds1);
+	ST_CHECK(st, ds1.ds_intents > ds0.ds_intents, ds1.ds_intents);
+	ST_CHECK(st, ds1.ds_steps - ds0.ds_steps >= 3, ds1.ds_steps - ds0.ds_steps);
+	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
+	ST_OK(st, st_copy(st, bd, &copy));
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = NULL;
+
+	ST_OK(st, st_mount(copy, 0, &mp));
+	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
+	ST_CHECK(st, st_used(mp, bno[0], 3ull * max) == 0, st_used(mp, bno[0], 3ull * max));
+	ST_OK(st, sx_unmount(mp));
+	mp = NULL;
+	ST_CHECK(st, st_check(copy) == 0, st_check(copy));
+out:
+	if (mp)
+		sx_unmount(mp);
+	st_destroy(copy);
+	st_destroy(bd);
+}
+
 /* After a shutdown nothing more is written and every call says -EIO. */
 static void st_shutdown(struct sx_st *st)
 {
@@ -618,6 +671,7 @@ static const struct sx_st_case sx_st_cases[] = {
 	{ "checkpoint",			st_checkpoint },
 	{ "alloc-enospc",		st_alloc_enospc },
 	{ "alloc-double-free",		st_alloc_double_free },
+	{ "defer-efi",			st_defer_efi },
 	{ "shutdown",			st_shutdown },
 };
 
