@@ -29,6 +29,8 @@ static const struct tool_cmd tool_cmds[] = {
 	  "run file commands on a mounted image, in order, like xfs_io (see README)" },
 	{ "demo", cmd_demo, "[-S SEED] [IMAGE]",
 	  "crash a metadata workload, recover and check it (IMAGE default build/demo.img)" },
+	{ "kmod", cmd_kmod, "load|unload|selftest|attach|detach|shutdown|... (kmod help)",
+	  "load the kernel module (libkmod) and drive /dev/swapext-ctl" },
 };
 
 /* Print the usage line of @cmd, or of every subcommand, to stderr. */
