@@ -45,7 +45,7 @@ static void ck_vemit(struct sx_checker *ck, const char *prefix, const char *fmt,
 }
 
 /* Report and count one problem. */
-void ck_problem(struct sx_checker *ck, const char *fmt, ...)
+void sx_check_problem(struct sx_checker *ck, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -56,7 +56,7 @@ void ck_problem(struct sx_checker *ck, const char *fmt, ...)
 }
 
 /* Report a fact that is not a problem. */
-void ck_note(struct sx_checker *ck, const char *fmt, ...)
+void sx_check_note(struct sx_checker *ck, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -157,7 +157,7 @@ static u32 ck_sb_compare(struct sx_checker *ck, int k, const struct sx_sb *a, in
 #define CK_SB_CMP(field)						\
 	do {								\
 		if (a->field != b->field) {				\
-			ck_problem(ck, "superblock copy %d: %s is %llu, but copy %d says %llu", \
+			sx_check_problem(ck, "superblock copy %d: %s is %llu, but copy %d says %llu", \
 				   k, #field, (sx_ull)a->field, j, (sx_ull)b->field); \
 			n++;						\
 		}							\
@@ -178,7 +178,7 @@ static u32 ck_sb_compare(struct sx_checker *ck, int k, const struct sx_sb *a, in
 	CK_SB_CMP(sb_feat_log_incompat);
 #undef CK_SB_CMP
 	if (memcmp(a->sb_uuid, b->sb_uuid, SX_UUID_SIZE) != 0) {
-		ck_problem(ck, "superblock copy %d: uuid differs from copy %d's (another filesystem?)",
+		sx_check_problem(ck, "superblock copy %d: uuid differs from copy %d's (another filesystem?)",
 			   k, j);
 		n++;
 	}
@@ -197,41 +197,41 @@ static void ck_sb_explain(struct sx_checker *ck, int k, u64 off, const void *buf
 	u32 magic, crc;
 
 	if (error != -EFSCORRUPTED && error != -EFSBADCRC) {
-		ck_problem(ck, "superblock copy %d (byte %llu): unreadable: %s (%d)",
+		sx_check_problem(ck, "superblock copy %d (byte %llu): unreadable: %s (%d)",
 			   k, (sx_ull)off, sx_offline_errname(error), error);
 		return;
 	}
 	if (ck_all_zero(buf, SX_SB_SIZE)) {
-		ck_problem(ck, "superblock copy %d (byte %llu): all zeroes, never written or wiped",
+		sx_check_problem(ck, "superblock copy %d (byte %llu): all zeroes, never written or wiped",
 			   k, (sx_ull)off);
 		return;
 	}
 	if (error == -EFSBADCRC) {
 		crc = sx_cksum_skip(buf, SX_SB_SIZE, offsetof(struct sx_dsb, sb_crc));
-		ck_problem(ck, "superblock copy %d (byte %llu): bad CRC: stored 0x%08x, computed 0x%08x (torn or damaged write)",
+		sx_check_problem(ck, "superblock copy %d (byte %llu): bad CRC: stored 0x%08x, computed 0x%08x (torn or damaged write)",
 			   k, (sx_ull)off, le32_to_cpu(dsb->sb_crc), crc);
 		return;
 	}
 	ck_sb_raw(buf, &raw, &magic);
 	if (magic != SX_SB_MAGIC) {
-		ck_problem(ck, "superblock copy %d (byte %llu): magic is 0x%08x, expected 0x%08x",
+		sx_check_problem(ck, "superblock copy %d (byte %llu): magic is 0x%08x, expected 0x%08x",
 			   k, (sx_ull)off, magic, SX_SB_MAGIC);
 		return;
 	}
-	ck_problem(ck, "superblock copy %d (byte %llu): CRC is right but fields fail verification (seq %llu)",
+	sx_check_problem(ck, "superblock copy %d (byte %llu): CRC is right but fields fail verification (seq %llu)",
 		   k, (sx_ull)off, (sx_ull)raw.sb_seq);
 	if (raw.sb_version != SX_VERSION)
-		ck_problem(ck, "superblock copy %d: sb_version is %u, expected %u",
+		sx_check_problem(ck, "superblock copy %d: sb_version is %u, expected %u",
 			   k, raw.sb_version, SX_VERSION);
 	if (raw.sb_seq == 0)
-		ck_problem(ck, "superblock copy %d: sb_seq is 0, which is never written", k);
+		sx_check_problem(ck, "superblock copy %d: sb_seq is 0, which is never written", k);
 	if (raw.sb_logblocks && SX_LSN_BLOCK(raw.sb_log_tail) >= raw.sb_logblocks)
-		ck_problem(ck, "superblock copy %d: log tail block %u is past the log's %u blocks",
+		sx_check_problem(ck, "superblock copy %d: log tail block %u is past the log's %u blocks",
 			   k, SX_LSN_BLOCK(raw.sb_log_tail), raw.sb_logblocks);
 	if (SX_LSN_CYCLE(raw.sb_log_tail) == 0)
-		ck_problem(ck, "superblock copy %d: log tail cycle is 0", k);
+		sx_check_problem(ck, "superblock copy %d: log tail cycle is 0", k);
 	if (good && ck_sb_compare(ck, k, &raw, goodk, good) == 0)
-		ck_note(ck, "superblock copy %d: its geometry matches copy %d; the bad field is elsewhere (label, padding, reserved bytes or bounds)",
+		sx_check_note(ck, "superblock copy %d: its geometry matches copy %d; the bad field is elsewhere (label, padding, reserved bytes or bounds)",
 			k, goodk);
 }
 
@@ -268,7 +268,7 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 
 	error = sx_offline_sb_io_len(bd, &len);
 	if (error) {
-		ck_problem(ck, "device sector size %u is not supported", bd->bd_sectsize);
+		sx_check_problem(ck, "device sector size %u is not supported", bd->bd_sectsize);
 		return error;
 	}
 	buf = sx_alloc(len, 0);
@@ -277,14 +277,14 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 
 	error = sx_sb_read(ck->ck_mp, bd, sb, &which);
 	if (error && error != -EFSCORRUPTED && error != -EFSBADCRC) {
-		ck_problem(ck, "superblock: cannot read: %s (%d)", sx_offline_errname(error), error);
+		sx_check_problem(ck, "superblock: cannot read: %s (%d)", sx_offline_errname(error), error);
 		goto out_free;
 	}
 	if (error) {
 		/* explain the primary, and the secondary where the primary puts it */
 		err[0] = ck_sb_read_copy(ck, 0, buf, len, &copy[0]);
 		if (err[0] == -ERANGE) {
-			ck_problem(ck, "superblock copy 0: the device (%llu bytes) is too small to hold it",
+			sx_check_problem(ck, "superblock copy 0: the device (%llu bytes) is too small to hold it",
 				   (sx_ull)bd->bd_size);
 			memset(buf, 0, len);
 		} else {
@@ -297,18 +297,18 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 			off[1] = raw.sb_blocksize;
 		err[1] = ck_sb_read_copy(ck, off[1], buf, len, &copy[1]);
 		if (err[1] == -ERANGE || err[1] == -EINVAL)
-			ck_problem(ck, "superblock copy 1: byte %llu is %s",
+			sx_check_problem(ck, "superblock copy 1: byte %llu is %s",
 				   (sx_ull)off[1], err[1] == -EINVAL ? "not on a sector boundary" :
 				   "past the end of the device");
 		else if (err[1])
 			ck_sb_explain(ck, 1, off[1], buf, err[1], NULL, 0);
-		ck_problem(ck, "no valid superblock copy at any block-size offset: nothing else can be checked");
+		sx_check_problem(ck, "no valid superblock copy at any block-size offset: nothing else can be checked");
 		error = 1;
 		goto out_free;
 	}
 
 	if (bd->bd_sectsize > sb->sb_blocksize) {
-		ck_problem(ck, "device sector size %u is larger than the block size %u: blocks cannot be read",
+		sx_check_problem(ck, "device sector size %u is larger than the block size %u: blocks cannot be read",
 			   bd->bd_sectsize, sb->sb_blocksize);
 		error = 1;
 		goto out_free;
@@ -320,36 +320,36 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 	for (k = 0; k < 2; k++) {
 		err[k] = ck_sb_read_copy(ck, off[k], buf, len, &copy[k]);
 		if (err[k] == -ERANGE) {
-			ck_problem(ck, "superblock copy %d: byte %llu is past the end of the device",
+			sx_check_problem(ck, "superblock copy %d: byte %llu is past the end of the device",
 				   k, (sx_ull)off[k]);
 		} else if (err[k] == -EFSCORRUPTED || err[k] == -EFSBADCRC) {
 			ck_sb_explain(ck, k, off[k], buf, err[k], sb, which);
 		} else if (err[k]) {
-			ck_problem(ck, "superblock copy %d (byte %llu): cannot read: %s (%d)",
+			sx_check_problem(ck, "superblock copy %d (byte %llu): cannot read: %s (%d)",
 				   k, (sx_ull)off[k], sx_offline_errname(err[k]), err[k]);
 		} else if (copy[k].sb_dblocks > (bd->bd_size >> copy[k].sb_blocklog)) {
-			ck_problem(ck, "superblock copy %d: %llu blocks of %u bytes do not fit the device's %llu bytes",
+			sx_check_problem(ck, "superblock copy %d: %llu blocks of %u bytes do not fit the device's %llu bytes",
 				   k, (sx_ull)copy[k].sb_dblocks, copy[k].sb_blocksize,
 				   (sx_ull)bd->bd_size);
 			err[k] = -EFSCORRUPTED;
 		} else if (copy[k].sb_seq % 2 != (u64)k) {
 			/* sx_sb_write() puts sequence s in copy s % 2 */
-			ck_problem(ck, "superblock copy %d: sequence %llu belongs in copy %d; the next superblock write would overwrite the newest copy",
+			sx_check_problem(ck, "superblock copy %d: sequence %llu belongs in copy %d; the next superblock write would overwrite the newest copy",
 				   k, (sx_ull)copy[k].sb_seq, (int)(copy[k].sb_seq % 2));
 		}
 	}
 	if (!err[0] && !err[1]) {
 		ck_sb_compare(ck, 0, &copy[0], 1, &copy[1]);
 		if (copy[0].sb_seq + 1 != copy[1].sb_seq && copy[1].sb_seq + 1 != copy[0].sb_seq)
-			ck_note(ck, "superblock copies have sequences %llu and %llu, not consecutive",
+			sx_check_note(ck, "superblock copies have sequences %llu and %llu, not consecutive",
 				(sx_ull)copy[0].sb_seq, (sx_ull)copy[1].sb_seq);
 	}
-	ck_note(ck, "superblock: copy %d in use (seq %llu), %llu blocks of %u bytes, log %u blocks at %llu, bitmap %u blocks at %llu, data from %llu",
+	sx_check_note(ck, "superblock: copy %d in use (seq %llu), %llu blocks of %u bytes, log %u blocks at %llu, bitmap %u blocks at %llu, data from %llu",
 		which, (sx_ull)sb->sb_seq, (sx_ull)sb->sb_dblocks, sb->sb_blocksize,
 		sb->sb_logblocks, (sx_ull)sb->sb_logstart, sb->sb_bmapblocks,
 		(sx_ull)sb->sb_bmapstart, (sx_ull)sb->sb_datastart);
 	if (bd->bd_sectsize != sb->sb_sectsize)
-		ck_note(ck, "device sector size %u differs from the %u recorded at mkfs",
+		sx_check_note(ck, "device sector size %u differs from the %u recorded at mkfs",
 			bd->bd_sectsize, sb->sb_sectsize);
 	error = 0;
 out_free:
@@ -366,12 +366,12 @@ static void ck_features(struct sx_checker *ck, const struct sx_sb *sb)
 	u32 logi = sb->sb_feat_log_incompat & ~SX_FEAT_LOG_INCOMPAT_SUPPORTED;
 
 	if (sx_sb_check_features(ck->ck_mp, sb, false) != 0 || ro || incompat || logi)
-		ck_problem(ck, "features: a read-write mount refuses unknown bits: incompat 0x%x, ro_compat 0x%x, log_incompat 0x%x (known: 0x%x, 0x%x, 0x%x)",
+		sx_check_problem(ck, "features: a read-write mount refuses unknown bits: incompat 0x%x, ro_compat 0x%x, log_incompat 0x%x (known: 0x%x, 0x%x, 0x%x)",
 			   incompat, ro, logi, SX_FEAT_INCOMPAT_SUPPORTED,
 			   SX_FEAT_RO_COMPAT_SUPPORTED, SX_FEAT_LOG_INCOMPAT_SUPPORTED);
 	if (compat)
-		ck_note(ck, "features: unknown compat bits 0x%x are ignored", compat);
-	ck_note(ck, "features: compat 0x%x, ro_compat 0x%x, incompat 0x%x, log_incompat 0x%x%s",
+		sx_check_note(ck, "features: unknown compat bits 0x%x are ignored", compat);
+	sx_check_note(ck, "features: compat 0x%x, ro_compat 0x%x, incompat 0x%x, log_incompat 0x%x%s",
 		sb->sb_feat_compat, sb->sb_feat_ro_compat, sb->sb_feat_incompat,
 		sb->sb_feat_log_incompat,
 		(sb->sb_feat_log_incompat & SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP) ?
@@ -395,7 +395,7 @@ ck_op_problem(struct sx_checker *ck, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	ck_problem(ck, "log record %u/%u, op %u: %s; recovery would refuse it",
+	sx_check_problem(ck, "log record %u/%u, op %u: %s; recovery would refuse it",
 		   SX_LSN_CYCLE(ck->ck_rec_lsn), SX_LSN_BLOCK(ck->ck_rec_lsn), ck->ck_opno,
 		   line);
 }
@@ -488,7 +488,7 @@ static int ck_log_record(void *arg, const struct sx_log_scan_rec *r)
 	ck->ck_opno = 0;
 	ck->ck_op_bad = false;
 	if (r->sr_epoch > sb->sb_log_epoch)
-		ck_problem(ck, "log record %u/%u: epoch %u is newer than the superblock's %u (the epoch is written before the first record of a mount)",
+		sx_check_problem(ck, "log record %u/%u: epoch %u is newer than the superblock's %u (the epoch is written before the first record of a mount)",
 			   SX_LSN_CYCLE(r->sr_lsn), SX_LSN_BLOCK(r->sr_lsn), r->sr_epoch,
 			   sb->sb_log_epoch);
 	/* the scan has bounds-checked the ops; this judges their contents */
@@ -506,45 +506,45 @@ static int ck_log(struct sx_checker *ck, const struct sx_sb *sb)
 	u64 tail = sb->sb_log_tail;
 	int error;
 
-	ck_note(ck, "log: tail %u/%u (prev CRC 0x%08x), epoch %u",
+	sx_check_note(ck, "log: tail %u/%u (prev CRC 0x%08x), epoch %u",
 		SX_LSN_CYCLE(tail), SX_LSN_BLOCK(tail), sb->sb_log_tail_prev_crc,
 		sb->sb_log_epoch);
 	error = sx_log_scan(ck->ck_mp, ck_log_record, ck, &scan);
 	if (error == -EFSCORRUPTED) {
-		ck_problem(ck, "log record %u/%u has a good CRC but malformed ops (%s): recovery will refuse to mount",
+		sx_check_problem(ck, "log record %u/%u has a good CRC but malformed ops (%s): recovery will refuse to mount",
 			   SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head),
 			   scan.sc_why ? scan.sc_why : "?");
 		ck->ck_head = 0;
 		if (ck->ck_records)
-			ck_problem(ck, "log needs recovery: %u valid records before the malformed one",
+			sx_check_problem(ck, "log needs recovery: %u valid records before the malformed one",
 				   ck->ck_records);
 		return 0;
 	}
 	if (error) {
-		ck_problem(ck, "log: scan failed: %s (%d)", sx_offline_errname(error), error);
+		sx_check_problem(ck, "log: scan failed: %s (%d)", sx_offline_errname(error), error);
 		return error;
 	}
 	if (scan.sc_stop == SX_LOG_STOP_IO) {
-		ck_problem(ck, "log: read error at %u/%u", SX_LSN_CYCLE(scan.sc_head),
+		sx_check_problem(ck, "log: read error at %u/%u", SX_LSN_CYCLE(scan.sc_head),
 			   SX_LSN_BLOCK(scan.sc_head));
 		return -EIO;
 	}
 	ck->ck_head = scan.sc_head;
 	if (scan.sc_records)
-		ck_problem(ck, "log needs recovery: %u valid records from the tail %u/%u to the head %u/%u (the next read-write mount replays them)",
+		sx_check_problem(ck, "log needs recovery: %u valid records from the tail %u/%u to the head %u/%u (the next read-write mount replays them)",
 			   scan.sc_records, SX_LSN_CYCLE(tail), SX_LSN_BLOCK(tail),
 			   SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head));
 	else
-		ck_note(ck, "log: clean (no valid record at the tail)");
+		sx_check_note(ck, "log: clean (no valid record at the tail)");
 	if (scan.sc_stop == SX_LOG_STOP_NONE)
-		ck_note(ck, "log: the valid log fills the whole log; no end was found");
+		sx_check_note(ck, "log: the valid log fills the whole log; no end was found");
 	else
-		ck_note(ck, "log: the valid log ends at %u/%u: %s%s%s%s",
+		sx_check_note(ck, "log: the valid log ends at %u/%u: %s%s%s%s",
 			SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head),
 			sx_log_stop_name(scan.sc_stop), scan.sc_why ? " (" : "",
 			scan.sc_why ? scan.sc_why : "", scan.sc_why ? ")" : "");
 	if (ck->ck_rec_problems)
-		ck_note(ck, "log: %u records hold ops recovery would refuse", ck->ck_rec_problems);
+		sx_check_note(ck, "log: %u records hold ops recovery would refuse", ck->ck_rec_problems);
 	return 0;
 }
 
@@ -633,7 +633,7 @@ static void ck_bitmap_reserved(struct sx_checker *ck, u32 idx, const u8 *bits,
 			continue;
 		n = ck_count_clear(bits, lo - base, hi - base, &first);
 		if (n)
-			ck_problem(ck, "bitmap block %u (block %llu): %llu bits of the %s [%llu, %llu) are clear, all must be set (first: block %llu)",
+			sx_check_problem(ck, "bitmap block %u (block %llu): %llu bits of the %s [%llu, %llu) are clear, all must be set (first: block %llu)",
 				   idx, (sx_ull)(sb->sb_bmapstart + idx), (sx_ull)n,
 				   areas[i].a_name, (sx_ull)areas[i].a_start,
 				   (sx_ull)areas[i].a_end, (sx_ull)(base + first));
@@ -659,37 +659,37 @@ static bool ck_bitmap_block(struct sx_checker *ck, u32 idx, const u8 *buf, u64 *
 	stored = le32_to_cpu(bm->bm_hdr.bh_crc);
 	crc = sx_cksum_skip(buf, mp->m_bsize, offsetof(struct sx_dblk_hdr, bh_crc));
 	if (le32_to_cpu(bm->bm_hdr.bh_magic) != SX_BITMAP_MAGIC) {
-		ck_problem(ck, "bitmap block %u (block %llu): magic is 0x%08x, expected 0x%08x%s",
+		sx_check_problem(ck, "bitmap block %u (block %llu): magic is 0x%08x, expected 0x%08x%s",
 			   idx, (sx_ull)blkno, le32_to_cpu(bm->bm_hdr.bh_magic), SX_BITMAP_MAGIC,
 			   ck_all_zero(buf, mp->m_bsize) ? " (the block is all zeroes)" : "");
 		return false;
 	}
 	if (stored != crc) {
-		ck_problem(ck, "bitmap block %u (block %llu): bad CRC: stored 0x%08x, computed 0x%08x (torn or damaged; contents not checked)",
+		sx_check_problem(ck, "bitmap block %u (block %llu): bad CRC: stored 0x%08x, computed 0x%08x (torn or damaged; contents not checked)",
 			   idx, (sx_ull)blkno, stored, crc);
 		return false;
 	}
 	if (le64_to_cpu(bm->bm_hdr.bh_blkno) != blkno)
-		ck_problem(ck, "bitmap block %u (block %llu): header says it is block %llu",
+		sx_check_problem(ck, "bitmap block %u (block %llu): header says it is block %llu",
 			   idx, (sx_ull)blkno, (sx_ull)le64_to_cpu(bm->bm_hdr.bh_blkno));
 	if (memcmp(bm->bm_hdr.bh_uuid, sb->sb_uuid, SX_UUID_SIZE) != 0)
-		ck_problem(ck, "bitmap block %u (block %llu): uuid is not the filesystem's",
+		sx_check_problem(ck, "bitmap block %u (block %llu): uuid is not the filesystem's",
 			   idx, (sx_ull)blkno);
 	if (le64_to_cpu(bm->bm_hdr.bh_owner) != 0)
-		ck_problem(ck, "bitmap block %u (block %llu): owner is %llu, expected 0",
+		sx_check_problem(ck, "bitmap block %u (block %llu): owner is %llu, expected 0",
 			   idx, (sx_ull)blkno, (sx_ull)le64_to_cpu(bm->bm_hdr.bh_owner));
 	if (le32_to_cpu(bm->bm_index) != idx)
-		ck_problem(ck, "bitmap block %u (block %llu): bm_index is %u, expected %u",
+		sx_check_problem(ck, "bitmap block %u (block %llu): bm_index is %u, expected %u",
 			   idx, (sx_ull)blkno, le32_to_cpu(bm->bm_index), idx);
 	if (bm->bm_pad != 0)
-		ck_problem(ck, "bitmap block %u (block %llu): bm_pad is 0x%llx, expected 0",
+		sx_check_problem(ck, "bitmap block %u (block %llu): bm_pad is 0x%llx, expected 0",
 			   idx, (sx_ull)blkno, (sx_ull)le64_to_cpu(bm->bm_pad));
 	lsn = le64_to_cpu(bm->bm_hdr.bh_lsn);
 	if (lsn && (SX_LSN_CYCLE(lsn) == 0 || SX_LSN_BLOCK(lsn) >= sb->sb_logblocks))
-		ck_problem(ck, "bitmap block %u (block %llu): LSN %u/%u is not a log position",
+		sx_check_problem(ck, "bitmap block %u (block %llu): LSN %u/%u is not a log position",
 			   idx, (sx_ull)blkno, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn));
 	else if (lsn && ck->ck_head && lsn >= ck->ck_head)
-		ck_problem(ck, "bitmap block %u (block %llu): LSN %u/%u is not behind the log head %u/%u",
+		sx_check_problem(ck, "bitmap block %u (block %llu): LSN %u/%u is not behind the log head %u/%u",
 			   idx, (sx_ull)blkno, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn),
 			   SX_LSN_CYCLE(ck->ck_head), SX_LSN_BLOCK(ck->ck_head));
 
@@ -699,7 +699,7 @@ static bool ck_bitmap_block(struct sx_checker *ck, u32 idx, const u8 *buf, u64 *
 	below = sb->sb_dblocks > base ? sx_min(sb->sb_dblocks - base, nbits) : 0;
 	zeros = ck_count_clear(bits, 0, below, &first);
 	if (le32_to_cpu(bm->bm_nfree) != zeros)
-		ck_problem(ck, "bitmap block %u (block %llu): bm_nfree is %u, but %llu bits are clear",
+		sx_check_problem(ck, "bitmap block %u (block %llu): bm_nfree is %u, but %llu bits are clear",
 			   idx, (sx_ull)blkno, le32_to_cpu(bm->bm_nfree), (sx_ull)zeros);
 
 	/* free data blocks: clear bits in [datastart, dblocks) */
@@ -710,7 +710,7 @@ static bool ck_bitmap_block(struct sx_checker *ck, u32 idx, const u8 *buf, u64 *
 	/* and whatever else the allocator's own verifier refuses */
 	error = sx_buf_verify(mp, buf, blkno, &sx_bitmap_buf_ops, 0);
 	if (error && ck->ck_problems == problems)
-		ck_problem(ck, "bitmap block %u (block %llu): fails the bitmap verifier: %s (%d)",
+		sx_check_problem(ck, "bitmap block %u (block %llu): fails the bitmap verifier: %s (%d)",
 			   idx, (sx_ull)blkno, sx_offline_errname(error), error);
 	return true;
 }
@@ -730,7 +730,7 @@ static int ck_bitmap(struct sx_checker *ck, const struct sx_sb *sb)
 	for (idx = 0; idx < sb->sb_bmapblocks; idx++) {
 		error = sx_dev_read(mp, sb->sb_bmapstart + idx, 1, buf);
 		if (error) {
-			ck_problem(ck, "bitmap block %u (block %llu): cannot read: %s (%d)",
+			sx_check_problem(ck, "bitmap block %u (block %llu): cannot read: %s (%d)",
 				   idx, (sx_ull)(sb->sb_bmapstart + idx), sx_offline_errname(error),
 				   error);
 			unjudged++;
@@ -741,10 +741,10 @@ static int ck_bitmap(struct sx_checker *ck, const struct sx_sb *sb)
 	}
 	sx_free(buf);
 	if (unjudged)
-		ck_note(ck, "bitmap: %llu free blocks of %llu data blocks in the %u bitmap blocks that could be checked (%u could not)",
+		sx_check_note(ck, "bitmap: %llu free blocks of %llu data blocks in the %u bitmap blocks that could be checked (%u could not)",
 			(sx_ull)nfree, (sx_ull)data, sb->sb_bmapblocks - unjudged, unjudged);
 	else
-		ck_note(ck, "bitmap: %llu free blocks of %llu data blocks (%llu in use)",
+		sx_check_note(ck, "bitmap: %llu free blocks of %llu data blocks (%llu in use)",
 			(sx_ull)nfree, (sx_ull)data, (sx_ull)(data - nfree));
 	return 0;
 }
@@ -780,16 +780,16 @@ static bool ck_meta_block(struct sx_checker *ck, const struct sx_sb *sb, u8 *buf
 	int error;
 
 	if (bno < sb->sb_datastart || bno >= sb->sb_dblocks) {
-		ck_problem(ck, "%s: block %llu lies outside the data area", what, (sx_ull)bno);
+		sx_check_problem(ck, "%s: block %llu lies outside the data area", what, (sx_ull)bno);
 		return false;
 	}
 	if (!ck_block_used(ck, sb, buf, bno, &used) && !used)
-		ck_problem(ck, "%s (block %llu) is free in the bitmap", what, (sx_ull)bno);
+		sx_check_problem(ck, "%s (block %llu) is free in the bitmap", what, (sx_ull)bno);
 	error = sx_dev_read(ck->ck_mp, bno, 1, buf);
 	if (!error)
 		error = sx_buf_verify(ck->ck_mp, buf, bno, ops, owner);
 	if (error) {
-		ck_problem(ck, "%s (block %llu): %s (%d)", what, (sx_ull)bno,
+		sx_check_problem(ck, "%s (block %llu): %s (%d)", what, (sx_ull)bno,
 			   sx_offline_errname(error), error);
 		return false;
 	}
@@ -818,30 +818,30 @@ static int ck_fsinfo(struct sx_checker *ck, const struct sx_sb *sb)
 	if (ck_meta_block(ck, sb, buf, root, &sx_inode_buf_ops, root, "root directory inode")) {
 		di = (const void *)buf;
 		if ((le16_to_cpu(di->di_mode) & SX_IFMT) != SX_IFDIR)
-			ck_problem(ck, "root inode %llu is not a directory (mode 0%o)",
+			sx_check_problem(ck, "root inode %llu is not a directory (mode 0%o)",
 				   (sx_ull)root, le16_to_cpu(di->di_mode));
 		if (le32_to_cpu(di->di_nlink) == 0)
-			ck_problem(ck, "root inode %llu has no links", (sx_ull)root);
+			sx_check_problem(ck, "root inode %llu has no links", (sx_ull)root);
 	}
 
 	while (cur) {
 		if (++n > icount) {
-			ck_problem(ck, "unlinked list: more entries than the %llu inodes in use (a cycle?)",
+			sx_check_problem(ck, "unlinked list: more entries than the %llu inodes in use (a cycle?)",
 				   (sx_ull)icount);
 			break;
 		}
 		if (cur == root)
-			ck_problem(ck, "unlinked list: holds the root inode %llu", (sx_ull)root);
+			sx_check_problem(ck, "unlinked list: holds the root inode %llu", (sx_ull)root);
 		snprintf(what, sizeof(what), "unlinked list entry %llu", (sx_ull)n);
 		if (!ck_meta_block(ck, sb, buf, cur, &sx_inode_buf_ops, cur, what))
 			break;
 		di = (const void *)buf;
 		if (le32_to_cpu(di->di_nlink) != 0)
-			ck_problem(ck, "unlinked list: inode %llu has %u links",
+			sx_check_problem(ck, "unlinked list: inode %llu has %u links",
 				   (sx_ull)cur, le32_to_cpu(di->di_nlink));
 		cur = le64_to_cpu(di->di_next_unlinked);
 	}
-	ck_note(ck, "fsinfo: root inode %llu, %llu inodes in use, %llu on the unlinked list",
+	sx_check_note(ck, "fsinfo: root inode %llu, %llu inodes in use, %llu on the unlinked list",
 		(sx_ull)root, (sx_ull)icount, (sx_ull)n);
 out_free:
 	sx_free(buf);
@@ -889,18 +889,18 @@ SX_API int sx_check_flags(struct sx_bdev *bd, u32 flags, sx_report_fn report, vo
 	if (error)
 		goto out_done;
 	if (!(flags & SX_CHECK_SPACE_ONLY)) {
-		error = ck_files(&ck, &sb);
+		error = sx_check_files(&ck, &sb);
 		if (error)
 			goto out_done;
 	}
 	if (ck.ck_records && ck.ck_problems > 1)
-		ck_note(&ck, "the log needs recovery, which may repair some of the other problems");
+		sx_check_note(&ck, "the log needs recovery, which may repair some of the other problems");
 out_done:
 	/* 1: nothing more could be looked at, which is itself reported */
 	if (error == 1)
 		error = 0;
 	if (!error)
-		ck_note(&ck, "check done: %llu problem%s", (sx_ull)ck.ck_problems,
+		sx_check_note(&ck, "check done: %llu problem%s", (sx_ull)ck.ck_problems,
 			ck.ck_problems == 1 ? "" : "s");
 	if (problems)
 		*problems = ck.ck_problems;

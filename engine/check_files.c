@@ -90,12 +90,12 @@ static bool ck_in_data(const struct ck_usage *cu, u64 bno, u64 len)
 static bool ck_claim_meta(struct ck_usage *cu, u64 bno, const char *what, u64 owner)
 {
 	if (!ck_in_data(cu, bno, 1)) {
-		ck_problem(cu->cu_ck, "%s block %llu (owner %llu) is outside the data area",
+		sx_check_problem(cu->cu_ck, "%s block %llu (owner %llu) is outside the data area",
 			   what, (sx_ull)bno, (sx_ull)owner);
 		return false;
 	}
 	if (ck_bit_set(cu->cu_meta, bno - cu->cu_base)) {
-		ck_problem(cu->cu_ck, "%s block %llu (owner %llu) is already used as metadata",
+		sx_check_problem(cu->cu_ck, "%s block %llu (owner %llu) is already used as metadata",
 			   what, (sx_ull)bno, (sx_ull)owner);
 		return false;
 	}
@@ -114,7 +114,7 @@ static bool ck_read_meta(struct ck_usage *cu, u64 bno, const struct sx_buf_ops *
 	if (!error)
 		error = sx_buf_verify(mp, cu->cu_buf, bno, ops, owner);
 	if (error) {
-		ck_problem(cu->cu_ck, "%s block %llu (owner %llu) is bad: %s (%d)", what,
+		sx_check_problem(cu->cu_ck, "%s block %llu (owner %llu) is bad: %s (%d)", what,
 			   (sx_ull)bno, (sx_ull)owner, sx_offline_errname(error), error);
 		return false;
 	}
@@ -139,7 +139,7 @@ static void ck_walk_btree(struct ck_usage *cu, const struct sx_btree_ops *ops, u
 	u8 *rec;
 
 	if (depth >= SX_BTREE_MAXLEVELS) {
-		ck_problem(cu->cu_ck, "%s of owner %llu is deeper than %u levels", ops->bo_name,
+		sx_check_problem(cu->cu_ck, "%s of owner %llu is deeper than %u levels", ops->bo_name,
 			   (sx_ull)owner, SX_BTREE_MAXLEVELS);
 		return;
 	}
@@ -148,7 +148,7 @@ static void ck_walk_btree(struct ck_usage *cu, const struct sx_btree_ops *ops, u
 		return;
 	n = le16_to_cpu(blk->bt_numrecs);
 	if (le16_to_cpu(blk->bt_level) != level) {
-		ck_problem(cu->cu_ck, "%s block %llu (owner %llu) is at level %u, expected %u",
+		sx_check_problem(cu->cu_ck, "%s block %llu (owner %llu) is at level %u, expected %u",
 			   ops->bo_name, (sx_ull)bno, (sx_ull)owner,
 			   le16_to_cpu(blk->bt_level), level);
 		return;
@@ -184,12 +184,12 @@ static void ck_bmap_rec(struct ck_usage *cu, u64 ino, const void *rec, void *arg
 
 	if (len == 0 || len > SX_BMAP_MAXLEN || !ck_in_data(cu, bno, len) ||
 	    (le32_to_cpu(d->br_flags) & ~SX_BMAP_UNWRITTEN)) {
-		ck_problem(cu->cu_ck, "inode %llu maps [%llu, +%u) at %llu, which is impossible",
+		sx_check_problem(cu->cu_ck, "inode %llu maps [%llu, +%u) at %llu, which is impossible",
 			   (sx_ull)ino, (sx_ull)off, len, (sx_ull)bno);
 		return;
 	}
 	if (off < cf->cf_prev_end && !cf->cf_unsorted) {
-		ck_problem(cu->cu_ck, "inode %llu: mapping at file block %llu overlaps or is out of order",
+		sx_check_problem(cu->cu_ck, "inode %llu: mapping at file block %llu overlaps or is out of order",
 			   (sx_ull)ino, (sx_ull)off);
 		cf->cf_unsorted = true;
 	}
@@ -210,10 +210,10 @@ static void ck_dir_rec(struct ck_usage *cu, u64 dino, const void *rec, void *arg
 	u32 len = le16_to_cpu(de->de_namelen);
 
 	if (len == 0 || len > SX_NAME_MAX || sx_dir_hash(de->de_name, len) != hash)
-		ck_problem(cu->cu_ck, "directory %llu: an entry's name and hash do not agree",
+		sx_check_problem(cu->cu_ck, "directory %llu: an entry's name and hash do not agree",
 			   (sx_ull)dino);
 	if (cn->cn_n && hash < cn->cn_prev_hash)
-		ck_problem(cu->cu_ck, "directory %llu: entries out of hash order", (sx_ull)dino);
+		sx_check_problem(cu->cu_ck, "directory %llu: entries out of hash order", (sx_ull)dino);
 	cn->cn_prev_hash = hash;
 	if (cn->cn_n == cn->cn_cap) {
 		u64 cap = cn->cn_cap ? 2 * cn->cn_cap : 64;
@@ -252,11 +252,11 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 
 	*next = 0;
 	if (!ck_in_data(cu, ino, 1)) {
-		ck_problem(cu->cu_ck, "inode number %llu is not on the data area", (sx_ull)ino);
+		sx_check_problem(cu->cu_ck, "inode number %llu is not on the data area", (sx_ull)ino);
 		return;
 	}
 	if (ck_bit_set(cu->cu_inode, ino - cu->cu_base)) {
-		ck_problem(cu->cu_ck, "inode %llu is reached twice", (sx_ull)ino);
+		sx_check_problem(cu->cu_ck, "inode %llu is reached twice", (sx_ull)ino);
 		return;
 	}
 	if (!ck_claim_meta(cu, ino, "inode", ino) ||
@@ -277,14 +277,14 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 		fn = ck_bmap_rec;
 		arg = &cf;
 		if (nlink != names)
-			ck_problem(cu->cu_ck, "inode %llu has %u links but %u names", (sx_ull)ino,
+			sx_check_problem(cu->cu_ck, "inode %llu has %u links but %u names", (sx_ull)ino,
 				   nlink, names);
 	} else if (mode == SX_IFDIR && cn) {
 		ops = &sx_dirbt_ops;
 		fn = ck_dir_rec;
 		arg = cn;
 	} else {
-		ck_problem(cu->cu_ck, "inode %llu: a %s where none can be", (sx_ull)ino,
+		sx_check_problem(cu->cu_ck, "inode %llu: a %s where none can be", (sx_ull)ino,
 			   mode == SX_IFDIR ? "directory" : "file of unknown type");
 		return;
 	}
@@ -295,7 +295,7 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 			ck_walk_btree(cu, ops, ino, root, level, fn, arg, 0);
 	} else {
 		if (nrecs > SX_FORK_BYTES(mp->m_bsize) / recsize) {
-			ck_problem(cu->cu_ck, "inode %llu: %llu inline records do not fit its fork",
+			sx_check_problem(cu->cu_ck, "inode %llu: %llu inline records do not fit its fork",
 				   (sx_ull)ino, (sx_ull)nrecs);
 			return;
 		}
@@ -308,11 +308,11 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 		sx_free(recs);
 	}
 	if (cf.cf_mapped + (cu->cu_claimed - claimed0) != nblocks)
-		ck_problem(cu->cu_ck, "inode %llu counts %llu blocks, but maps %llu and has %llu B+tree blocks",
+		sx_check_problem(cu->cu_ck, "inode %llu counts %llu blocks, but maps %llu and has %llu B+tree blocks",
 			   (sx_ull)ino, (sx_ull)nblocks, (sx_ull)cf.cf_mapped,
 			   (sx_ull)(cu->cu_claimed - claimed0));
 	if (cn && size != cn->cn_n)
-		ck_problem(cu->cu_ck, "directory %llu has size %llu but %llu entries", (sx_ull)ino,
+		sx_check_problem(cu->cu_ck, "directory %llu has size %llu but %llu entries", (sx_ull)ino,
 			   (sx_ull)size, (sx_ull)cn->cn_n);
 }
 
@@ -324,12 +324,12 @@ static void ck_refc_rec(struct ck_usage *cu, u64 owner, const void *rec, void *a
 	u32 len = le32_to_cpu(d->rc_blockcount), count = le32_to_cpu(d->rc_refcount);
 
 	if (len == 0 || count < 2 || !ck_in_data(cu, bno, len)) {
-		ck_problem(cu->cu_ck, "refcount record [%llu, +%u) x%u is impossible",
+		sx_check_problem(cu->cu_ck, "refcount record [%llu, +%u) x%u is impossible",
 			   (sx_ull)bno, len, count);
 		return;
 	}
 	if (bno < *prev_end)
-		ck_problem(cu->cu_ck, "refcount record [%llu, +%u) overlaps the one before it",
+		sx_check_problem(cu->cu_ck, "refcount record [%llu, +%u) overlaps the one before it",
 			   (sx_ull)bno, len);
 	*prev_end = bno + len;
 	for (b = bno - cu->cu_base; b < bno - cu->cu_base + len; b++)
@@ -369,25 +369,25 @@ static void ck_usage_judge(struct ck_usage *cu)
 			continue;
 		}
 		if (meta && count)
-			ck_problem(ck, "block %llu is metadata and also mapped %u time%s",
+			sx_check_problem(ck, "block %llu is metadata and also mapped %u time%s",
 				   (sx_ull)bno, count, count == 1 ? "" : "s");
 		if (count >= 2 && refc != count)
-			ck_problem(ck, "block %llu is mapped %u times, but its refcount is %u",
+			sx_check_problem(ck, "block %llu is mapped %u times, but its refcount is %u",
 				   (sx_ull)bno, count, refc ? refc : 1);
 		else if (count < 2 && refc)
-			ck_problem(ck, "block %llu is mapped %u time%s, but has a refcount record of %u",
+			sx_check_problem(ck, "block %llu is mapped %u time%s, but has a refcount record of %u",
 				   (sx_ull)bno, count, count == 1 ? "" : "s", refc);
 		if (have && used && !meta && !count)
-			ck_problem(ck, "block %llu is in use but nothing owns it (leaked)",
+			sx_check_problem(ck, "block %llu is in use but nothing owns it (leaked)",
 				   (sx_ull)bno);
 		if (have && !used && (meta || count))
-			ck_problem(ck, "block %llu is free but %s", (sx_ull)bno,
+			sx_check_problem(ck, "block %llu is free but %s", (sx_ull)bno,
 				   meta ? "holds metadata" : "mapped");
 		if (ck->ck_problems != before)
 			shown++;
 	}
 	if (hidden)
-		ck_note(ck, "%llu more problem blocks not listed", (sx_ull)hidden);
+		sx_check_note(ck, "%llu more problem blocks not listed", (sx_ull)hidden);
 }
 
 /* Sort @v (n entries) in place: a heap sort, no recursion, no extra memory. */
@@ -419,7 +419,7 @@ static void ck_sort_u64(u64 *v, u64 n)
 }
 
 /* Walk every file and the refcount tree and judge every data block's use. */
-int ck_files(struct sx_checker *ck, const struct sx_sb *sb)
+int sx_check_files(struct sx_checker *ck, const struct sx_sb *sb)
 {
 	struct sx_mount *mp = ck->ck_mp;
 	const struct sx_dfsinfo *fi;
@@ -445,7 +445,7 @@ int ck_files(struct sx_checker *ck, const struct sx_sb *sb)
 
 	if (!ck_claim_meta(&cu, sb->sb_fsinfo, "fsinfo", 0) ||
 	    !ck_read_meta(&cu, sb->sb_fsinfo, &sx_fsinfo_buf_ops, 0, "fsinfo")) {
-		ck_note(ck, "files and refcounts not checked: no good fsinfo block");
+		sx_check_note(ck, "files and refcounts not checked: no good fsinfo block");
 		goto out_free;
 	}
 	fi = (const void *)cu.cu_buf;
@@ -466,18 +466,18 @@ int ck_files(struct sx_checker *ck, const struct sx_sb *sb)
 		for (j = i + 1; j < cn.cn_n && cn.cn_ino[j] == cn.cn_ino[i]; j++)
 			;
 		if (cn.cn_ino[i] == root_ino) {
-			ck_problem(ck, "the root directory names itself");
+			sx_check_problem(ck, "the root directory names itself");
 			continue;
 		}
 		ck_walk_inode(&cu, cn.cn_ino[i], NULL, (u32)(j - i), &next);
 		if (next)
-			ck_problem(ck, "inode %llu has a name but links to %llu on the unlinked list",
+			sx_check_problem(ck, "inode %llu has a name but links to %llu on the unlinked list",
 				   (sx_ull)cn.cn_ino[i], (sx_ull)next);
 	}
 	/* the files with no name */
 	for (steps = 0; unl && steps < cu.cu_n; steps++) {
 		if (ck_in_data(&cu, unl, 1) && ck_bit(cu.cu_inode, unl - cu.cu_base)) {
-			ck_problem(ck, "unlinked list: inode %llu is reached twice (a cycle, or it also has a name)",
+			sx_check_problem(ck, "unlinked list: inode %llu is reached twice (a cycle, or it also has a name)",
 				   (sx_ull)unl);
 			break;
 		}
@@ -485,14 +485,14 @@ int ck_files(struct sx_checker *ck, const struct sx_sb *sb)
 		unl = next;
 	}
 	if (cu.cu_inodes != icount)
-		ck_problem(ck, "fsinfo counts %llu inodes, %llu were found", (sx_ull)icount,
+		sx_check_problem(ck, "fsinfo counts %llu inodes, %llu were found", (sx_ull)icount,
 			   (sx_ull)cu.cu_inodes);
 
 	if (refc_root)
 		ck_walk_btree(&cu, &sx_refcbt_ops, 0, refc_root, refc_level, ck_refc_rec,
 			      &prev_end, 0);
 	ck_usage_judge(&cu);
-	ck_note(ck, "files: %llu inodes, %llu mapped blocks, %llu metadata blocks",
+	sx_check_note(ck, "files: %llu inodes, %llu mapped blocks, %llu metadata blocks",
 		(sx_ull)cu.cu_inodes, (sx_ull)cu.cu_mapped, (sx_ull)cu.cu_claimed);
 out_free:
 	sx_free(cn.cn_ino);

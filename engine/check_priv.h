@@ -27,17 +27,17 @@ struct sx_checker {
 };
 
 /* Report and count one problem; a line starting "problem: ". */
-void ck_problem(struct sx_checker *ck, const char *fmt, ...)
+void sx_check_problem(struct sx_checker *ck, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Report a fact; a line starting "note: ". */
-void ck_note(struct sx_checker *ck, const char *fmt, ...)
+void sx_check_note(struct sx_checker *ck, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /**
- * ck_files() - walk the root directory, every file it names and the
+ * sx_check_files() - walk the root directory, every file it names and the
  * unlinked list, and the refcount tree; judge every data block's use
  * against the bitmap and the refcounts (check_files.c)
  */
-int ck_files(struct sx_checker *ck, const struct sx_sb *sb);
+int sx_check_files(struct sx_checker *ck, const struct sx_sb *sb);
 
 #endif /* SX_CHECK_PRIV_H */
