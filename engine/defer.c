@@ -438,25 +438,24 @@ static int sx_defer_step(struct sx_trans *tp, struct sx_list *chain)
 		sx_free(di);
 		dp->dp_count--;
 	}
+	/*
+	 * The work the step queued is logged first: recovery finishes intents
+	 * in log order, and that work comes before what is left of the item.
+	 */
 	sx_list_del(&dp->dp_list);
-	if (dp->dp_count) {
+	error = sx_defer_log_intents(tp);
+	if (!error && dp->dp_count)
 		error = sx_defer_log_intent(tp, dp);
-		if (error) {
-			sx_defer_pending_free(dp);
-			return error;
-		}
+	if (dp->dp_count)
 		sx_list_add(&dp->dp_list, chain);
-	} else {
+	else
 		sx_free(dp);
-	}
 	sx_list_for_each(pos, chain) {
 		struct sx_defer_pending *w = sx_list_entry(pos, struct sx_defer_pending, dp_list);
 
 		if (w != dp)
 			w->dp_age++;
 	}
-	/* work the step queued: logged now, done first */
-	error = sx_defer_log_intents(tp);
 	sx_defer_splice_front(&tp->t_dfops, chain);
 	return error;
 }
