@@ -852,6 +852,50 @@ void mh_checkpoint(struct mh_host *mh)
 	mh_free_log(mh, 0);
 }
 
+/* Deep copy of @n records. */
+static struct mh_rec *mh_recs_copy(const struct mh_rec *from, u32 n)
+{
+	struct mh_rec *r = mh_xzalloc((n + 1) * sizeof(*r));
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		r[i].mr_nops = from[i].mr_nops;
+		r[i].mr_ops = mh_xzalloc(from[i].mr_nops * sizeof(struct mh_op));
+		memcpy(r[i].mr_ops, from[i].mr_ops, from[i].mr_nops * sizeof(struct mh_op));
+	}
+	return r;
+}
+
+struct mh_tape *mh_tape_save(const struct mh_host *mh)
+{
+	struct mh_tape *t = mh_xzalloc(sizeof(*t));
+
+	t->mt_nrec = mh->mh_nrec;
+	t->mt_recs = mh_recs_copy(mh->mh_log, mh->mh_nrec);
+	return t;
+}
+
+void mh_tape_load(struct mh_host *mh, const struct mh_tape *t)
+{
+	mh_free_log(mh, 0);
+	free(mh->mh_log);
+	mh->mh_log = mh_recs_copy(t->mt_recs, t->mt_nrec);
+	mh->mh_nrec = t->mt_nrec;
+	mh->mh_caprec = t->mt_nrec + 1;
+}
+
+void mh_tape_free(struct mh_tape *t)
+{
+	u32 i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->mt_nrec; i++)
+		free(t->mt_recs[i].mr_ops);
+	free(t->mt_recs);
+	free(t);
+}
+
 /* Replay one logged op onto the state. */
 static void mh_replay_op(struct mh_host *mh, const struct mh_op *op)
 {

@@ -120,6 +120,15 @@ u64 mh_block_at(const struct mh_inode *mi, u64 off, bool *unwritten);
 void mh_checkpoint(struct mh_host *mh);
 /* mh_crash() - power cut after @nrec committed records: base + replay */
 void mh_crash(struct mh_host *mh, u32 nrec);
+/* A saved copy of the log, so that one run can be cut at every point. */
+struct mh_tape {
+	u32	mt_nrec;
+	struct mh_rec *mt_recs;
+};
+/* mh_tape_save() - copy the log; mh_tape_load() - make a copy the log again */
+struct mh_tape *mh_tape_save(const struct mh_host *mh);
+void mh_tape_load(struct mh_host *mh, const struct mh_tape *t);
+void mh_tape_free(struct mh_tape *t);
 /* mh_recover() - finish every intent without a done, in log order */
 int mh_recover(struct mh_host *mh);
 /* mh_unfinished() - intents in the log without their done */
