@@ -9,6 +9,9 @@
 #   make coverage        gcov/lcov report of engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make check-portable  engine/ includes only the platform header and its own
+#   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
+#   make kcheck          the module in Linux 6.1 under qemu; make check runs it
+#                        too when it can (else it says why and counts it skipped)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make help            everything else
 #
@@ -73,8 +76,15 @@ DEPFLAGS	= -MMD -MP -MF $(@:.o=.d) -MT $@
 
 LDLIBS		:= -lurcu-memb -lpthread
 TEST_LDLIBS	:= -lcmocka $(LDLIBS)
+# The tool loads the kernel module with libkmod (libkmod-dev).
+TOOL_LDLIBS	:= -lkmod
 
 # ---------------------------------------------------------------- sources
+
+# The kernel module's build directory and the kcheck program (KCHECK=0: no kcheck in make check).
+KCHECK		?= 1
+KMOD_DIR	:= $(BUILD)/kmod
+KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
 
 LIB_SRCS	:= $(sort $(wildcard engine/*.c user-glue/*.c))
 TOOL_SRCS	:= $(sort $(wildcard user-glue/tool/*.c))
@@ -112,7 +122,7 @@ ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
-FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS)
+FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS) $(TOOL_LDLIBS)
 
 # Test-run environment (see scripts/run-tests.sh and README.md).
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
@@ -146,9 +156,12 @@ tool: $(if $(TOOL_SRCS),$(TOOL),)
 
 tests: $(TEST_BINS)
 
-# Build and run the tests in $(BUILD) without the package check.
-test: lib tool tests
-	@$(RUN_TESTS)
+# Build and run the tests in $(BUILD) without the package check; kcheck is
+# one of the programs (it prints "0 passed, 0 failed, 1 skipped" and why
+# when it cannot run).
+test: lib tool tests $(KCHECK_BIN)
+	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
+	@$(RUN_TESTS) $(KCHECK_BIN)
 
 check:
 	@$(call DEPS,test)
@@ -200,6 +213,29 @@ lib-static: $(LIBA)
 run-tests: tool tests
 	@$(RUN_TESTS)
 
+# ---------------------------------------------------------------- kernel module
+
+.PHONY: kmod kcheck
+
+# The module: engine/*.c + kernel-glue/*.c (kernel-glue/Kbuild) in $(KMOD_DIR).
+kmod:
+	@$(call DEPS,kernel)
+	@SX_DEBUG=$(DEBUG) bash scripts/kmod.sh build $(KMOD_DIR)
+
+# Boot it: exit 0 also when skipped (the reason is printed).
+kcheck:
+	@$(call DEPS,kernel) || true
+	@$(SUBMAKE) tool
+	@bash tests/kmod/kcheck.sh $(BUILD) $(TOOL); rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+
+# kcheck as a test program of run-tests.sh: a skip is "1 skipped", not a failure.
+$(BUILD)/tests/kmod/kcheck: tests/kmod/kcheck.sh
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' \
+		'bash "$(CURDIR)/tests/kmod/kcheck.sh" "$(abspath $(BUILD))" "$(abspath $(TOOL))"' \
+		'rc=$$?; [ $$rc = 77 ] && { echo "0 passed, 0 failed, 1 skipped"; exit 0; }; exit $$rc' > $@
+	@chmod +x $@
+
 # ---------------------------------------------------------------- portability
 
 # Includes first (clear messages), then the freestanding compile, then the
@@ -250,7 +286,7 @@ $(LIBSO_LINK): $(LIBSO)
 
 $(TOOL): $(TOOL_OBJS) $(LIBA)
 	@echo "  LD      $@"
-	@$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
+	@$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS) $(TOOL_LDLIBS)
 
 $(UNIT_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)
@@ -308,6 +344,8 @@ help:
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
 	@echo "  check-portable  engine/ includes and freestanding compile"
+	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
+	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"
 	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
 	@echo "  deps            install (root) or list missing Debian packages"
 	@echo "  clean           remove $(BUILD)/"
@@ -319,6 +357,7 @@ help:
 	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
 	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"
 	@echo "  NODEPS=1                       skip scripts/deps.sh"
+	@echo "  KCHECK=0                       make check/test without kcheck"
 	@echo "  DEBUG=0                        build without ASSERT (SX_DEBUG)"
 	@echo "  CC, CFLAGS, LDFLAGS, EXTRA_CFLAGS, BUILD, PREFIX, LIBDIR, DESTDIR"
 

@@ -7,6 +7,8 @@
 #   GROUP  build     compiler, make, libc headers, pkg-config, liburcu
 #          test      build + cmocka                    (make check, asan, ubsan)
 #          coverage  test + lcov                       (make coverage)
+#          kernel    build + Debian's Linux 6.1 headers and image, qemu,
+#                    busybox-static, cpio              (make kmod, kcheck)
 #          all       everything, clang included        (default)
 #   --check  never install, only report
 #
@@ -24,8 +26,8 @@ group=all
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) install=0 ;;
-	build|test|coverage|all) group=$1 ;;
-	-h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+	build|test|coverage|kernel|all) group=$1 ;;
+	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
 	*) echo "deps: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -58,6 +60,13 @@ need_cmocka()	{ can_link "stdarg.h stddef.h setjmp.h stdint.h cmocka.h" \
 			'_cmocka_run_group_tests("x", 0, 0, 0, 0)' "-lcmocka"; }
 need_lcov()	{ have_cmd lcov && have_cmd genhtml && have_cmd gcov; }
 need_clang()	{ have_cmd clang; }
+need_kmod()	{ can_link "libkmod.h" 'kmod_new(0, 0)' "-lkmod"; }
+# Debian's 6.1 kernel (bookworm): what the module builds against and kcheck boots
+need_kheaders()	{ compgen -G '/usr/src/linux-headers-6.1*-amd64/Makefile' > /dev/null; }
+need_kimage()	{ compgen -G '/boot/vmlinuz-6.1*-amd64' > /dev/null; }
+need_qemu()	{ have_cmd qemu-system-x86_64; }
+need_busybox()	{ [ -x /bin/busybox ] && ! ldd /bin/busybox > /dev/null 2>&1; }
+need_cpio()	{ have_cmd cpio; }
 
 NEEDS="
 build make make need_make
@@ -65,15 +74,22 @@ build gcc C_compiler need_cc
 build libc6-dev C_library_headers need_libc
 build pkg-config pkg-config need_pkgconf
 build liburcu-dev userspace_RCU need_urcu
+build libkmod-dev libkmod need_kmod
 test libcmocka-dev cmocka_unit_tests need_cmocka
 coverage lcov lcov/genhtml need_lcov
 all clang clang need_clang
+kernel linux-headers-amd64 Linux_6.1_headers need_kheaders
+kernel linux-image-amd64 Linux_6.1_kernel_image need_kimage
+kernel qemu-system-x86 qemu-system-x86_64 need_qemu
+kernel busybox-static static_busybox need_busybox
+kernel cpio cpio need_cpio
 "
 
 # in_group G: true if a need of group G is required for $group
 in_group() {
 	case "$group:$1" in
-	all:*|coverage:build|coverage:test|coverage:coverage|test:build|test:test|build:build)
+	all:*|coverage:build|coverage:test|coverage:coverage|test:build|test:test|build:build|\
+	kernel:build|kernel:kernel)
 		return 0 ;;
 	esac
 	return 1

@@ -99,6 +99,8 @@ _Static_assert(sizeof(struct file_swap_range) == 120, "fsr size");
 			((unsigned int)(type) << SX_IOC_TYPESHIFT) | \
 			((unsigned int)(nr) << SX_IOC_NRSHIFT) | \
 			((unsigned int)(size) << SX_IOC_SIZESHIFT)))
+#define SX_IOR(type, nr, argtype)	SX_IOC(SX_IOC_READ, (type), (nr), sizeof(argtype))
+#define SX_IOW(type, nr, argtype)	SX_IOC(SX_IOC_WRITE, (type), (nr), sizeof(argtype))
 #define SX_IOWR(type, nr, argtype) \
 	SX_IOC(SX_IOC_READ | SX_IOC_WRITE, (type), (nr), sizeof(argtype))
 

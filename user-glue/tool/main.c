@@ -26,6 +26,8 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "check", cmd_check, "IMAGE", "verify everything on disk; exit 1 on any problem" },
 	{ "demo", cmd_demo, "[-S SEED] [IMAGE]",
 	  "crash a metadata workload, recover and check it (IMAGE default build/demo.img)" },
+	{ "kmod", cmd_kmod, "load|unload|selftest|attach|detach|shutdown|... (kmod help)",
+	  "load the kernel module (libkmod) and drive /dev/swapext-ctl" },
 };
 
 /* Print the usage line of @cmd, or of every subcommand, to stderr. */

@@ -13,6 +13,7 @@
 /* What every subcommand's entry point looks like; returns the exit status. */
 typedef int (*tool_cmd_fn)(int argc, char **argv);
 
+int cmd_kmod(int argc, char **argv);
 int cmd_mkfs(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_logprint(int argc, char **argv);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The control device of the swapext kernel module, /dev/swapext-ctl: the
+ * ioctl ABI shared by the module (kernel-glue/ctl_os.c) and the tool
+ * (`swapext kmod ...`).
+ *
+ * An engine instance is a mounted filesystem on a block device, named by a
+ * small id that ATTACH returns.  Every structure has fixed-width fields and
+ * explicit padding (same layout for 32- and 64-bit callers); padding and
+ * reserved fields must be zero and come back zero.  Every ioctl needs
+ * CAP_SYS_ADMIN.  Errors are negative errnos returned by ioctl() (so -1 and
+ * errno in userspace).
+ *
+ * Files: a descriptor (kf_fd) is the engine's, valid in its instance until
+ * CLOSE or DETACH.  FISWAPRANGE is the patch set's own number and struct:
+ * it is issued on a control device file that SELECT bound to an instance and
+ * a descriptor (file2), and file1_fd is another descriptor of that instance.
+ */
+#ifndef SWAPEXT_KCTL_H
+#define SWAPEXT_KCTL_H
+
+#include "sx_platform.h"
+#include <swapext/fsr.h>
+
+#define SX_KCTL_NAME		"swapext-ctl"
+#define SX_KCTL_PATH		"/dev/swapext-ctl"
+#define SX_KCTL_ABI_VERSION	1
+#define SX_KCTL_PATH_MAX	256
+#define SX_KCTL_NAME_MAX	256
+#define SX_KCTL_FAULT_NAME_MAX	48
+#define SX_KCTL_MAX_INSTANCES	8
+
+/* The ioctl type byte ('X' is FISWAPRANGE's; ours is 0xb7, unused in Linux 6.1). */
+#define SX_KCTL_TYPE		0xb7
+
+/* VERSION: what this module speaks and has. */
+struct sx_kctl_version {
+	u32	kv_abi;			/* SX_KCTL_ABI_VERSION */
+	u32	kv_features;		/* SX_KCTL_FEAT_*: operations the engine has */
+	u32	kv_instances;		/* attached now */
+	u32	kv_pad;
+};
+#define SX_KCTL_FEAT_FILES	(1u << 0)	/* create/open/close/pread/pwrite/fsync */
+#define SX_KCTL_FEAT_CLONE	(1u << 1)
+#define SX_KCTL_FEAT_SWAPRANGE	(1u << 2)
+#define SX_KCTL_FEAT_FAULTS	(1u << 3)	/* fault sites can be armed */
+
+/* ATTACH: mount the filesystem on a block device (log recovery runs). */
+struct sx_kctl_attach {
+	char	ka_path[SX_KCTL_PATH_MAX];	/* in: block device, NUL-terminated */
+	u32	ka_flags;			/* in: SX_KCTL_ATTACH_* */
+	u32	ka_id;				/* out: the instance */
+	/* out: what recovery did */
+	u64	ka_rs_records;
+	u64	ka_rs_ops;
+	u64	ka_rs_bufs_replayed;
+	u64	ka_rs_bufs_skipped;
+	u64	ka_rs_bufs_cancelled;
+	u64	ka_rs_intents;
+	u64	ka_rs_head_lsn;
+	u64	ka_rs_tail_lsn;
+	s32	ka_rs_stop_reason;
+	u32	ka_pad;
+};
+#define SX_KCTL_ATTACH_RDONLY		(1u << 0)
+#define SX_KCTL_ATTACH_NORECOVERY	(1u << 1)	/* with RDONLY */
+
+/* DETACH, SHUTDOWN, SYNC, CHECKPOINT: one instance. */
+struct sx_kctl_id {
+	u32	ki_id;		/* in */
+	u32	ki_flags;	/* in: 0 */
+	s32	ki_result;	/* out: DETACH: sx_unmount()'s result (the instance is gone anyway) */
+	u32	ki_pad;
+};
+
+/* INFO: describe an instance (the fields of struct sx_info). */
+struct sx_kctl_info {
+	u32	ki_id;			/* in */
+	u32	ki_version;
+	u32	ki_blocksize;
+	u32	ki_sectsize;
+	u64	ki_dblocks;
+	u64	ki_free_blocks;
+	u64	ki_logstart;
+	u64	ki_bmapstart;
+	u64	ki_datastart;
+	u32	ki_logblocks;
+	u32	ki_bmapblocks;
+	u32	ki_feat_compat;
+	u32	ki_feat_ro_compat;
+	u32	ki_feat_incompat;
+	u32	ki_feat_log_incompat;
+	u64	ki_log_head;
+	u64	ki_log_tail;
+	u64	ki_sb_seq;
+	u32	ki_log_epoch;
+	u32	ki_shutdown;		/* 1 after SHUTDOWN or an I/O error */
+	u8	ki_uuid[16];
+	char	ki_label[40];
+};
+
+/*
+ * ALLOC, FREE, ISFREE: the allocator in transactions (what the engine has
+ * below the file API): ALLOC takes one extent of @minlen..@maxlen blocks at
+ * or after @hint in a transaction of its own, FREE returns one, ISFREE reads
+ * whether block @bno is free (ke_len = 1 if it is, 0 if not).
+ */
+struct sx_kctl_extent {
+	u32	ke_id;		/* in */
+	u32	ke_flags;	/* in: SX_KCTL_SYNC */
+	u64	ke_hint;	/* in (ALLOC) */
+	u32	ke_minlen;	/* in (ALLOC) */
+	u32	ke_maxlen;	/* in (ALLOC) */
+	u64	ke_bno;		/* out (ALLOC), in (FREE, ISFREE) */
+	u64	ke_len;		/* out (ALLOC, ISFREE), in (FREE) */
+};
+#define SX_KCTL_SYNC		(1u << 0)	/* commit durably (SX_TRANS_SYNC) */
+
+/* SELFTEST: run the engine's scenarios on memory devices (printk'd). */
+struct sx_kctl_selftest {
+	u32	ks_passed;	/* out */
+	u32	ks_failed;	/* out */
+	u32	ks_flags;	/* in: 0 */
+	u32	ks_pad;
+};
+
+/*
+ * FAULT: name a fault site and make its @nth call from now fail with @error
+ * (negative errno), once or with SX_KCTL_FAULT_FOREVER from then on; @nth 0
+ * only counts.  An empty name forgets every site.  kf_hits: calls so far.
+ */
+struct sx_kctl_fault {
+	char	kf_name[SX_KCTL_FAULT_NAME_MAX];
+	u64	kf_nth;
+	s32	kf_error;
+	u32	kf_flags;
+	u64	kf_hits;	/* out */
+};
+#define SX_KCTL_FAULT_FOREVER	(1u << 0)
+
+/* CREATE, OPEN (kf_name), CLOSE, FSYNC (kf_fd). */
+struct sx_kctl_file {
+	u32	kf_id;			/* in */
+	u32	kf_mode;		/* in: CREATE's mode bits */
+	s32	kf_fd;			/* out: CREATE, OPEN; in: CLOSE, FSYNC */
+	u32	kf_flags;		/* in: 0 */
+	char	kf_name[SX_KCTL_NAME_MAX];
+};
+
+/* PREAD, PWRITE: kr_len bytes at kr_off through the user buffer kr_buf. */
+struct sx_kctl_rw {
+	u32	kr_id;
+	s32	kr_fd;
+	u64	kr_buf;			/* user address */
+	u64	kr_len;
+	u64	kr_off;
+	s64	kr_result;		/* out: bytes moved */
+};
+
+/* CLONE: make kc_dst_fd share all of kc_src_fd's blocks (FICLONE). */
+struct sx_kctl_clone {
+	u32	kc_id;
+	s32	kc_dst_fd;
+	s32	kc_src_fd;
+	u32	kc_flags;		/* 0 */
+};
+
+/* SELECT: bind this open control file to an instance and descriptor (file2). */
+struct sx_kctl_select {
+	u32	ks_id;
+	s32	ks_fd;
+};
+
+#define SX_KCTL_VERSION		SX_IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version)
+#define SX_KCTL_ATTACH		SX_IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach)
+#define SX_KCTL_DETACH		SX_IOWR(SX_KCTL_TYPE, 2, struct sx_kctl_id)
+#define SX_KCTL_SHUTDOWN	SX_IOW(SX_KCTL_TYPE, 3, struct sx_kctl_id)
+#define SX_KCTL_SYNC_FS		SX_IOW(SX_KCTL_TYPE, 4, struct sx_kctl_id)
+#define SX_KCTL_CHECKPOINT	SX_IOW(SX_KCTL_TYPE, 5, struct sx_kctl_id)
+#define SX_KCTL_INFO		SX_IOWR(SX_KCTL_TYPE, 6, struct sx_kctl_info)
+#define SX_KCTL_ALLOC		SX_IOWR(SX_KCTL_TYPE, 7, struct sx_kctl_extent)
+#define SX_KCTL_FREE		SX_IOW(SX_KCTL_TYPE, 8, struct sx_kctl_extent)
+#define SX_KCTL_ISFREE		SX_IOWR(SX_KCTL_TYPE, 9, struct sx_kctl_extent)
+#define SX_KCTL_SELFTEST	SX_IOWR(SX_KCTL_TYPE, 10, struct sx_kctl_selftest)
+#define SX_KCTL_FAULT		SX_IOWR(SX_KCTL_TYPE, 11, struct sx_kctl_fault)
+#define SX_KCTL_CREATE		SX_IOWR(SX_KCTL_TYPE, 20, struct sx_kctl_file)
+#define SX_KCTL_OPEN		SX_IOWR(SX_KCTL_TYPE, 21, struct sx_kctl_file)
+#define SX_KCTL_CLOSE		SX_IOW(SX_KCTL_TYPE, 22, struct sx_kctl_file)
+#define SX_KCTL_FSYNC		SX_IOW(SX_KCTL_TYPE, 23, struct sx_kctl_file)
+#define SX_KCTL_PREAD		SX_IOWR(SX_KCTL_TYPE, 24, struct sx_kctl_rw)
+#define SX_KCTL_PWRITE		SX_IOWR(SX_KCTL_TYPE, 25, struct sx_kctl_rw)
+#define SX_KCTL_CLONE		SX_IOW(SX_KCTL_TYPE, 26, struct sx_kctl_clone)
+#define SX_KCTL_SELECT		SX_IOW(SX_KCTL_TYPE, 27, struct sx_kctl_select)
+/* FISWAPRANGE (include/swapext/fsr.h) on a SELECTed control file */
+
+/* The layouts are the ABI: same sizes for every caller, no implicit padding. */
+_Static_assert(sizeof(struct sx_kctl_version) == 16, "sx_kctl_version changed size");
+_Static_assert(sizeof(struct sx_kctl_attach) == 336, "sx_kctl_attach changed size");
+_Static_assert(sizeof(struct sx_kctl_id) == 16, "sx_kctl_id changed size");
+_Static_assert(sizeof(struct sx_kctl_info) == 168, "sx_kctl_info changed size");
+_Static_assert(sizeof(struct sx_kctl_extent) == 40, "sx_kctl_extent changed size");
+_Static_assert(sizeof(struct sx_kctl_selftest) == 16, "sx_kctl_selftest changed size");
+_Static_assert(sizeof(struct sx_kctl_fault) == 72, "sx_kctl_fault changed size");
+_Static_assert(sizeof(struct sx_kctl_file) == 272, "sx_kctl_file changed size");
+_Static_assert(sizeof(struct sx_kctl_rw) == 40, "sx_kctl_rw changed size");
+_Static_assert(sizeof(struct sx_kctl_clone) == 16, "sx_kctl_clone changed size");
+_Static_assert(sizeof(struct sx_kctl_select) == 8, "sx_kctl_select changed size");
+
+#endif /* SWAPEXT_KCTL_H */

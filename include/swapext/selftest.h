@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The engine's scenario self-test (engine/selftest.c): the same scenarios
+ * in both builds, on memory devices that the caller's glue makes (the
+ * userspace unit test with sx_memdev_create(), the kernel module with its
+ * vmalloc'd memory device).
+ */
+#ifndef SWAPEXT_SELFTEST_H
+#define SWAPEXT_SELFTEST_H
+
+#include "sx_platform.h"
+#include <swapext/swapext.h>
+
+/* Make a zeroed memory device of @size bytes with @sectsize-byte sectors. */
+typedef int (*sx_memdev_fn)(u64 size, u32 sectsize, struct sx_bdev **bdp);
+
+/**
+ * sx_selftest_run() - run every scenario: mkfs, mount, transactions,
+ * commit and log force, a simulated crash (a copy of the device taken while
+ * mounted) and its recovery, the allocator, shutdown
+ * @mkdev: makes the memory devices (destroyed through their bd_ops)
+ * @out: gets one line per scenario ("PASS name" or "FAIL name: why") and a
+ * last line "N passed, N failed"
+ * @passed, @failed: the counts
+ *
+ * Return: 0 if every scenario passed, else -EIO.
+ */
+SX_API int sx_selftest_run(sx_memdev_fn mkdev, sx_report_fn out, void *arg,
+			   u32 *passed, u32 *failed);
+
+#endif /* SWAPEXT_SELFTEST_H */

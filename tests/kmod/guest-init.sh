@@ -1,0 +1,282 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# /init of the kcheck guest (tests/kmod/kcheck.sh builds the initramfs).
+# Every check prints one line "KCHECK PASS name" or "KCHECK FAIL name: why";
+# the host counts them.  "KCHECK DONE" ends the run, then the guest powers off.
+
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp
+mount -t tmpfs tmp /tmp
+# engine messages stay in the kernel log; the console gets only ours
+echo 1 > /proc/sys/kernel/printk
+echo
+
+pass() { echo "KCHECK PASS $*"; }
+fail() { echo "KCHECK FAIL $*"; }
+# check NAME COMMAND...: PASS if COMMAND succeeds, else FAIL with its output
+check() {
+	name=$1
+	shift
+	if out=$("$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -n 2 | tr '\n' ' ')"; fi
+}
+finish() {
+	# the console shows only our lines: look at the kernel log itself
+	if dmesg | grep -qE 'BUG:|WARNING:|Oops|Call Trace|assertion failed|hung_task|blocked for more'; then
+		fail "kernel-log-no-warnings"
+		dmesg | grep -E -A12 'BUG:|WARNING:|Oops|assertion failed|blocked for more' | head -n 60 |
+			sed 's/^/KCHECK-DMESG /'
+	else
+		pass "kernel-log-no-warnings"
+	fi
+	dmesg | grep -E 'swapext|sxuser' | sed 's/^/KLOG /'
+	echo "KCHECK DONE"
+	sync
+	poweroff -f
+	sleep 10
+}
+
+# 1. Dependencies and the module, all through libkmod (swapext kmod load)
+for m in $(cat /mods/order); do
+	if ! out=$(swapext kmod load "/mods/$m" 2>&1); then
+		fail "load-$m: $out"
+		finish
+	fi
+done
+pass "load-dependencies"
+check "kmod-load-selftest" swapext kmod load /swapext.ko selftest=1
+[ -c /dev/swapext-ctl ] && pass "control-device" || { fail "control-device: no /dev/swapext-ctl"; finish; }
+
+# 2. The load-time self-test: one line per scenario in the kernel log
+dmesg | sed -n 's/.*swapext: selftest: \(PASS\|FAIL\) \(.*\)/\1 \2/p' > /tmp/st
+while read -r verdict rest; do
+	echo "KCHECK $verdict selftest/$rest"
+done < /tmp/st
+total=$(dmesg | sed -n 's/.*swapext: selftest: total: \(.*\)/\1/p' | tail -n 1)
+echo "KCHECK-INFO kernel selftest at load: $total"
+case "$total" in
+*" 0 failed") pass "selftest-at-load ($total)" ;;
+*) fail "selftest-at-load: ${total:-no total line}" ;;
+esac
+
+# 3. The same through the control device
+out=$(swapext kmod selftest 2>&1)
+case "$out" in
+*" 0 failed") pass "selftest-ioctl ($out)" ;;
+*) fail "selftest-ioctl: $out" ;;
+esac
+# A second module built against swapext.ko's exports uses them
+if out=$(swapext kmod load /sxuser.ko 2>&1); then
+	line=$(dmesg | sed -n 's/.*sxuser: exported API: //p' | tail -n 1)
+	case "$line" in
+	*" 0 failed; "*": 0 (Success)") pass "exported-api-from-another-module ($line)" ;;
+	*) fail "exported-api-from-another-module: ${line:-no sxuser line}" ;;
+	esac
+else
+	fail "exported-api-from-another-module: $out"
+fi
+check "unload-api-user" swapext kmod unload sxuser
+ver=$(swapext kmod version 2>&1)
+echo "KCHECK-INFO version: $ver"
+case "$ver" in abi\ 1*) pass "version" ;; *) fail "version: $ver" ;; esac
+
+# 4. Attach the disk the host made with swapext mkfs (clean log)
+id=$(swapext kmod attach /dev/vda 2>/tmp/attach1) || { fail "attach: $(cat /tmp/attach1)"; finish; }
+pass "attach-fresh ($(cat /tmp/attach1))"
+info() { swapext kmod info "$id" | sed -n "s/^$1 //p"; }
+bs=$(info blocksize)
+[ "$bs" = "$KCHECK_BS" ] && pass "info-blocksize" || fail "info-blocksize: $bs, host made $KCHECK_BS"
+free0=$(info free)
+check "attach-twice-busy" sh -c "! swapext kmod attach /dev/vda"
+
+# verify_synced: every block of every extent in /tmp/synced is in use
+verify_synced() {
+	bad=0
+	while read -r b l; do
+		[ "$(swapext kmod isfree "$id" "$b" "$l")" = "used $l free 0" ] || bad=$((bad + 1))
+	done < /tmp/synced
+	[ $bad = 0 ] && pass "$1" || fail "$1: $bad extents not wholly in use"
+}
+# reattach NAME: attach again after a shutdown; recovery runs in the kernel
+reattach() {
+	id=$(swapext kmod attach /dev/vda 2>/tmp/attach) || { fail "$1: $(cat /tmp/attach)"; finish; }
+	echo "KCHECK-INFO $(cat /tmp/attach)"
+	rec=$(sed -n 's/.*recovery: \([0-9]*\) records.*/\1/p' /tmp/attach)
+	rep=$(sed -n 's/.* \([0-9]*\) buffers replayed.*/\1/p' /tmp/attach)
+}
+
+# 5. Durable work (20 allocations committed with SYNC), then a shutdown
+# before any checkpoint: the log holds all of it, recovery must replay it
+: > /tmp/synced
+n=0
+ok=1
+while [ $n -lt 20 ]; do
+	ext=$(swapext kmod alloc -s "$id" 1 $((n % 8 + 1))) || { ok=0; break; }
+	echo "$ext" >> /tmp/synced
+	n=$((n + 1))
+done
+[ $ok = 1 ] && pass "alloc-sync-20" || fail "alloc-sync-20: after $n"
+synced=0
+while read -r b l; do synced=$((synced + l)); done < /tmp/synced
+free1=$(info free)
+[ "$free1" -eq $((free0 - synced)) ] && pass "free-count-after-alloc" ||
+	fail "free-count-after-alloc: $free1, expected $((free0 - synced))"
+check "shutdown-after-sync" swapext kmod shutdown "$id"
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in
+*"Input/output error"*) pass "detach-after-shutdown ($out)" ;;
+*) fail "detach-after-shutdown: $out" ;;
+esac
+reattach "reattach-1"
+[ "${rec:-0}" -gt 0 ] && [ "${rep:-0}" -gt 0 ] && pass "recovery-replayed ($rec records, $rep buffers)" ||
+	fail "recovery-replayed: $(cat /tmp/attach)"
+verify_synced "synced-extents-recovered"
+[ "$(info free)" = "$free1" ] && pass "free-count-after-recovery" ||
+	fail "free-count-after-recovery: $(info free), expected $free1"
+check "sync" swapext kmod sync "$id"
+check "checkpoint" swapext kmod checkpoint "$id"
+b=$(head -n 1 /tmp/synced | cut -d' ' -f1)
+check "free-then-alloc" sh -c "swapext kmod free $id $b 1 && swapext kmod alloc -s $id 1 1 $b | grep -q '^$b 1\$'"
+
+# 6. The file API: real work when the engine has it, else EOPNOTSUPP
+case "$ver" in
+*files*)
+	fd=$(swapext kmod create "$id" hello) && pass "create" || fail "create"
+	check "pwrite" swapext kmod pwrite "$id" "$fd" 0 hello-from-the-kernel
+	out=$(swapext kmod pread "$id" "$fd" 0 21)
+	[ "$out" = hello-from-the-kernel ] && pass "pread" || fail "pread: $out"
+	check "fsync" swapext kmod fsync "$id" "$fd"
+	case "$ver" in
+	*clone*)
+		fd2=$(swapext kmod create "$id" hello-clone) && pass "create-clone-target" ||
+			fail "create-clone-target"
+		check "clone" swapext kmod clone "$id" "$fd2" "$fd"
+		out=$(swapext kmod pread "$id" "$fd2" 0 21)
+		[ "$out" = hello-from-the-kernel ] && pass "pread-clone" || fail "pread-clone: $out"
+		check "fsync-clone" swapext kmod fsync "$id" "$fd2"
+		check "close-clone" swapext kmod close "$id" "$fd2"
+		;;
+	esac
+	check "close" swapext kmod close "$id" "$fd"
+	;;
+*)
+	out=$(swapext kmod create "$id" hello 2>&1)
+	case "$out" in
+	*"not supported"*) pass "file-api-eopnotsupp (engine has no file API yet)" ;;
+	*) fail "file-api-eopnotsupp: $out" ;;
+	esac
+	;;
+esac
+out=$(swapext kmod swaprange "$id" 0 1 0 0 4096 2>&1)
+case "$ver" in
+*swaprange*) fail "fiswaprange: the module has it, but kcheck has no test of it yet: $out" ;;
+*)
+	case "$out" in
+	*"not supported"*) pass "fiswaprange-eopnotsupp (engine has no swap_file_range yet)" ;;
+	*) fail "fiswaprange-eopnotsupp: $out" ;;
+	esac
+	;;
+esac
+out=$(swapext kmod swaprange "$id" 0 1 0 0 4096 64 2>&1)
+case "$out" in *"Invalid argument"*) pass "fiswaprange-bad-flags" ;; *) fail "fiswaprange-bad-flags: $out" ;; esac
+
+# Fault sites armed through the control device fail the engine call once
+case "$ver" in
+*faults*)
+	check "fault-arm" swapext kmod fault alloc_extent 1 28
+	out=$(swapext kmod alloc -s "$id" 1 1 2>&1)
+	case "$out" in *"No space left"*) pass "fault-fails-alloc" ;; *) fail "fault-fails-alloc: $out" ;; esac
+	check "fault-once-only" swapext kmod alloc -s "$id" 1 1
+	check "fault-arm-trans" swapext kmod fault trans_alloc 1 12
+	out=$(swapext kmod alloc -s "$id" 1 1 2>&1)
+	case "$out" in *"Cannot allocate memory"*) pass "fault-fails-trans-alloc" ;; *) fail "fault-fails-trans-alloc: $out" ;; esac
+	check "fault-clear" swapext kmod fault-clear
+	[ "$(info shutdown)" = 0 ] && pass "faults-did-not-shut-down" || fail "faults-did-not-shut-down"
+	;;
+esac
+
+# Two transaction streams at once (the guest has two CPUs)
+swapext kmod work "$id" 1000 > /tmp/w1 2>&1 &
+p1=$!
+swapext kmod work "$id" 1000 > /tmp/w2 2>&1 &
+p2=$!
+wait $p1; r1=$?
+wait $p2; r2=$?
+[ $r1 = 0 ] && [ $r2 = 0 ] && pass "concurrent-work ($(cat /tmp/w1 | tr -d '\n'); $(cat /tmp/w2))" ||
+	fail "concurrent-work: $r1 $r2 $(cat /tmp/w1 /tmp/w2)"
+check "sync-after-concurrent-work" swapext kmod sync "$id"
+
+# 7. Shut down in the middle of a stream of transactions (one more durable
+# allocation made while the stream runs)
+swapext kmod work "$id" 100000000 > /tmp/work 2>&1 &
+wpid=$!
+sleep 1
+ext=$(swapext kmod alloc -s "$id" 3 3) && echo "$ext" >> /tmp/synced && pass "alloc-sync-during-work" ||
+	fail "alloc-sync-during-work"
+free1=$(info free)
+sleep 1
+check "shutdown-mid-work" swapext kmod shutdown "$id"
+wait $wpid
+wrc=$?
+echo "KCHECK-INFO $(cat /tmp/work)"
+[ $wrc = 2 ] && grep -q "Input/output error" /tmp/work && pass "work-stopped-by-shutdown" ||
+	fail "work-stopped-by-shutdown: rc $wrc $(cat /tmp/work)"
+[ "$(info shutdown)" = 1 ] && pass "info-shutdown" || fail "info-shutdown"
+out=$(swapext kmod alloc -s "$id" 1 1 2>&1)
+case "$out" in *"Input/output error"*) pass "alloc-after-shutdown-eio" ;; *) fail "alloc-after-shutdown-eio: $out" ;; esac
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in
+*"Input/output error"*) pass "detach-mid-work ($out)" ;;
+*) fail "detach-mid-work: $out" ;;
+esac
+
+# 8. Attach again: recovery runs in the kernel; the durable work is there
+reattach "reattach-2"
+pass "reattach-after-mid-work-shutdown ($rec records replayed from the log)"
+verify_synced "synced-extents-survived"
+free2=$(info free)
+# the work loop holds at most two extents of up to 4 blocks each
+[ "$free2" -le $((free1 + 8)) ] && [ "$free2" -ge $((free1 - 8)) ] && pass "free-count-after-recovery-2 ($free2)" ||
+	fail "free-count-after-recovery-2: $free2, during the work $free1"
+
+# the fsync'd file came through the shutdown and the recovery
+case "$ver" in
+*files*)
+	fd=$(swapext kmod open "$id" hello) && out=$(swapext kmod pread "$id" "$fd" 0 21)
+	[ "$out" = hello-from-the-kernel ] && pass "file-after-recovery" || fail "file-after-recovery: $out"
+	swapext kmod close "$id" "$fd" > /dev/null 2>&1
+	;;
+esac
+
+# 9. More work after recovery, then a clean detach
+bad=0
+while read -r b l; do swapext kmod free -s "$id" "$b" "$l" || bad=$((bad + 1)); done < /tmp/synced
+[ $bad = 0 ] && pass "free-synced" || fail "free-synced"
+ext=$(swapext kmod alloc -s "$id" 5 5) && pass "alloc-after-recovery" || fail "alloc-after-recovery"
+echo "KCHECK-EXTENT $ext"
+echo "KCHECK-FREE $(info free)"
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in *clean*) pass "detach-clean" ;; *) fail "detach-clean: $out" ;; esac
+check "reattach-readonly" sh -c "i=\$(swapext kmod attach -r /dev/vda) && swapext kmod detach \$i"
+# Unloading with an instance attached unmounts it cleanly
+id=$(swapext kmod attach /dev/vda 2>/dev/null) && ext=$(swapext kmod alloc "$id" 2 2) ||
+	fail "attach-before-unload"
+freeu=$(info free)
+check "unload-with-instance-attached" swapext kmod unload
+[ ! -e /dev/swapext-ctl ] && pass "control-device-gone" || fail "control-device-gone"
+check "reload" swapext kmod load /swapext.ko
+id=$(swapext kmod attach /dev/vda 2>/tmp/attach3) || fail "attach-after-reload: $(cat /tmp/attach3)"
+grep -q "recovery: 0 records" /tmp/attach3 && pass "unload-had-unmounted-cleanly" ||
+	fail "unload-had-unmounted-cleanly: $(cat /tmp/attach3)"
+[ "$(info free)" = "$freeu" ] && pass "unload-kept-the-work" || fail "unload-kept-the-work: $(info free), expected $freeu"
+set -- $ext
+check "free-after-reload" swapext kmod free -s "$id" "$1" "$2"
+echo "KCHECK-FREE $(info free)"
+out=$(swapext kmod detach "$id" 2>&1)
+case "$out" in *clean*) pass "detach-clean-2" ;; *) fail "detach-clean-2: $out" ;; esac
+check "unload" swapext kmod unload
+finish
