@@ -25,6 +25,8 @@ SX_SIZE(sx_dbtree_block, 72);
 SX_SIZE(sx_dlog_bmap, 40);
 SX_SIZE(sx_dlog_efi, 16);
 SX_SIZE(sx_dlog_cui, 16);
+SX_SIZE(sx_dlog_swapext, 80);
+SX_SIZE(sx_dlog_sxi, 96);
 
 /* field offsets that moved out of a reserved area must stay where they are */
 #define SX_OFF(type, field, off) \
@@ -45,3 +47,8 @@ _Static_assert(sizeof(((struct sx_dsb *)0)->sb_reserved) == 39 * 8, "sb_reserved
 _Static_assert(sizeof(struct sx_dsb) <= SX_SB_SIZE, "superblock exceeds its sector");
 _Static_assert(SX_DINODE_CORE + sizeof(struct sx_ddir_rec) <= SX_MIN_BLOCKSIZE,
 	       "a 512-byte inode must hold one directory entry inline");
+_Static_assert(offsetof(struct sx_dlog_swapext, sx_gen1) == 16 &&
+	       offsetof(struct sx_dlog_swapext, sx_blockcount) == 48 &&
+	       offsetof(struct sx_dlog_swapext, sx_isize2) == 72, "SXI item layout");
+_Static_assert(offsetof(struct sx_dlog_sxi, sxi_ext) == sizeof(struct sx_dlog_intent),
+	       "SXI payload: header, then the one item");

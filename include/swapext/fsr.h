@@ -1,49 +1,79 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The FISWAPRANGE ABI of the "xfs: atomic file updates" patch set
- * (include/uapi/linux/fs.h of its VFS patch): struct file_swap_range, its
- * flags and the ioctl number, byte for byte.  The fixed-width types are the
- * platform's (s64 = __s64 and so on), so that this header includes only
- * "sx_platform.h" and serves the engine, the kernel module and the tool.
+ * FISWAPRANGE: swap part of one file with part of another (or of the same
+ * file), the ABI of the "xfs: atomic file updates" design.
+ *
+ * The caller names file2 by the file the request is issued on and file1 by
+ * file1_fd.  file1_offset, file2_offset and length are bytes; the offsets
+ * must be block aligned and length too, unless a range ends at the end of
+ * its file.  Filesystems must be able to finish the operation after a crash
+ * unless FILE_SWAP_RANGE_NONATOMIC allows otherwise.  On success the kernel
+ * (and sx_swap_file_range()) copies the structure back: with
+ * FILE_SWAP_RANGE_TO_EOF, length then holds the length that was swapped.
+ *
+ * The layout is the seed's uapi, byte for byte: 120 bytes, no implicit
+ * padding, the same on every ABI.
  */
 #ifndef SWAPEXT_FSR_H
 #define SWAPEXT_FSR_H
 
 #include "sx_platform.h"
 
-/*
- * Swap part of file1 with part of the file that this ioctl that is being
- * called against (file2).  The filesystem must be able to complete the
- * operation even if the system goes down.
- */
 struct file_swap_range {
-	s64		file1_fd;
-	s64		file1_offset;	/* file1 offset, bytes */
-	s64		file2_offset;	/* file2 offset, bytes */
-	s64		length;		/* bytes to swap */
+	s64	file1_fd;
+	s64	file1_offset;		/* file1 offset, bytes */
+	s64	file2_offset;		/* file2 offset, bytes */
+	s64	length;			/* bytes to swap */
 
-	u64		flags;		/* see FILE_SWAP_RANGE_* below */
+	u64	flags;			/* see FILE_SWAP_RANGE_* below */
 
 	/* file2 metadata for optional freshness checks */
-	s64		file2_ino;	/* inode number */
-	s64		file2_mtime;	/* modification time */
-	s64		file2_ctime;	/* change time */
-	s32		file2_mtime_nsec; /* mod time, nsec */
-	s32		file2_ctime_nsec; /* change time, nsec */
+	s64	file2_ino;		/* inode number */
+	s64	file2_mtime;		/* modification time */
+	s64	file2_ctime;		/* change time */
+	s32	file2_mtime_nsec;	/* mod time, nsec */
+	s32	file2_ctime_nsec;	/* change time, nsec */
 
-	u64		pad[6];		/* must be zeroes */
+	u64	pad[6];			/* must be zeroes */
 };
 
-_Static_assert(sizeof(struct file_swap_range) == 120, "struct file_swap_range changed size");
+_Static_assert(offsetof(struct file_swap_range, file1_fd) == 0, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file1_offset) == 8, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file2_offset) == 16, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, length) == 24, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, flags) == 32, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file2_ino) == 40, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file2_mtime) == 48, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file2_ctime) == 56, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file2_mtime_nsec) == 64, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, file2_ctime_nsec) == 68, "fsr layout");
+_Static_assert(offsetof(struct file_swap_range, pad) == 72, "fsr layout");
+_Static_assert(sizeof(struct file_swap_range) == 120, "fsr size");
 
-/* Atomic swap operations are not required (no completion after a crash). */
-#define FILE_SWAP_RANGE_NONATOMIC	(1 << 0)
-/* Check file2's inode number, mtime and ctime; -EBUSY if they differ. */
-#define FILE_SWAP_RANGE_FILE2_FRESH	(1 << 1)
-/* Both ranges must end at their file's end; -EDOM otherwise. */
-#define FILE_SWAP_RANGE_FULL_FILES	(1 << 2)
-/* Swap to the ends of both files, then swap the sizes; length is ignored. */
-#define FILE_SWAP_RANGE_TO_EOF		(1 << 3)
+/*
+ * Atomic swap operations are not required.  This relaxes the requirement that
+ * the filesystem must be able to complete the operation after a crash.
+ */
+#define FILE_SWAP_RANGE_NONATOMIC	(1ULL << 0)
+
+/*
+ * Check file2's inode number, mtime, and ctime against the values provided,
+ * and return -EBUSY if there isn't an exact match.
+ */
+#define FILE_SWAP_RANGE_FILE2_FRESH	(1ULL << 1)
+
+/*
+ * Check that the offsets are zero and that length equals the size of both
+ * files.  Returns -EDOM if there isn't an exact match.
+ */
+#define FILE_SWAP_RANGE_FULL_FILES	(1ULL << 2)
+
+/*
+ * Swap file data all the way to the ends of both files, and then swap the file
+ * sizes.  This flag can be used to replace a file's contents with a different
+ * amount of data.  length will be ignored.
+ */
+#define FILE_SWAP_RANGE_TO_EOF		(1ULL << 3)
 
 #define FILE_SWAP_RANGE_ALL_FLAGS	(FILE_SWAP_RANGE_NONATOMIC | \
 					 FILE_SWAP_RANGE_FILE2_FRESH | \
@@ -51,22 +81,34 @@ _Static_assert(sizeof(struct file_swap_range) == 120, "struct file_swap_range ch
 					 FILE_SWAP_RANGE_TO_EOF)
 
 /*
- * Ioctl numbers in the asm-generic encoding (x86, arm64, riscv: direction
- * in bits 30-31, size in 16-29, type in 8-15, number in 0-7), spelled out so
- * that this header needs no <linux/ioctl.h>; the module and the tool check
- * them against _IOWR() at compile time.
+ * The ioctl number, encoded as Linux's asm-generic _IOWR() does (x86, arm,
+ * arm64, riscv, s390 and most others): direction in bits 30-31 (read 2 |
+ * write 1), size in bits 16-29, type in bits 8-15, number in bits 0-7.
+ * Spelled out here because engine/ and its public headers cannot include
+ * <linux/ioctl.h>; a kernel glue on an architecture with another encoding
+ * (alpha, mips, powerpc, sparc) uses the kernel's own _IOWR().
  */
-#define SX_IOC_WRITE		1u
-#define SX_IOC_READ		2u
+#define SX_IOC_NRSHIFT		0
+#define SX_IOC_TYPESHIFT	8
+#define SX_IOC_SIZESHIFT	16
+#define SX_IOC_DIRSHIFT		30
+#define SX_IOC_WRITE		1U
+#define SX_IOC_READ		2U
 #define SX_IOC(dir, type, nr, size) \
-	((unsigned int)(((dir) << 30) | ((size) << 16) | ((type) << 8) | (nr)))
-#define SX_IOR(type, nr, T)	SX_IOC(SX_IOC_READ, (type), (nr), sizeof(T))
-#define SX_IOW(type, nr, T)	SX_IOC(SX_IOC_WRITE, (type), (nr), sizeof(T))
-#define SX_IOWR(type, nr, T)	SX_IOC(SX_IOC_READ | SX_IOC_WRITE, (type), (nr), sizeof(T))
+	((unsigned int)(((dir) << SX_IOC_DIRSHIFT) | \
+			((unsigned int)(type) << SX_IOC_TYPESHIFT) | \
+			((unsigned int)(nr) << SX_IOC_NRSHIFT) | \
+			((unsigned int)(size) << SX_IOC_SIZESHIFT)))
+#define SX_IOR(type, nr, argtype)	SX_IOC(SX_IOC_READ, (type), (nr), sizeof(argtype))
+#define SX_IOW(type, nr, argtype)	SX_IOC(SX_IOC_WRITE, (type), (nr), sizeof(argtype))
+#define SX_IOWR(type, nr, argtype) \
+	SX_IOC(SX_IOC_READ | SX_IOC_WRITE, (type), (nr), sizeof(argtype))
 
-/* _IOWR('X', 129, struct file_swap_range), as in the patch set */
 #ifndef FISWAPRANGE
-#define FISWAPRANGE		SX_IOWR('X', 129, struct file_swap_range)
+#define FISWAPRANGE	SX_IOWR('X', 129, struct file_swap_range)
 #endif
+
+_Static_assert(SX_IOWR('X', 129, struct file_swap_range) == 0xc0785881u,
+	       "FISWAPRANGE encoding");
 
 #endif /* SWAPEXT_FSR_H */

@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The swap core: the estimate, one step of a swap (finish_one) and the three
+ * algorithms that drive it (the seed's xfs_swapext.c and xfs_swap_range).
+ *
+ * A swap walks both ranges together.  Each step reads the mapping at each
+ * range's cursor, trims both to the shorter, and unless they are the same
+ * blocks (two holes, or shared blocks) queues the unmap of both and the map
+ * of each into the other file, moves the block counts with the blocks and
+ * raises the sizes so that no mapping ever lies past EOF.  The last step sets
+ * the final sizes (TO_EOF) and clears the reflink flags that the first
+ * transaction decided to clear.  The atomic algorithm queues the walk as one
+ * deferred item (the SXI chain: after a crash, recovery finishes it); the
+ * non-atomic one runs the same steps in a plain chain of transactions; the
+ * whole-fork swap asks the host to exchange both forks at once.
+ */
+#include "swapext.h"
+
+/* Block size of the inodes being swapped. */
+static u32 sx_swapext_blksize(struct sx_hinode *ip)
+{
+	struct sx_hstat st;
+
+	sx_hstat(ip, &st);
+	return st.hs_blksize;
+}
+
+/*
+ * Read the mapping at @off of @ip, at most @len blocks, and check that the
+ * host kept the contract (starts at @off, 1..@len blocks): anything else
+ * would make the walk swap the wrong blocks.
+ */
+static int sx_swapext_read(struct sx_hinode *ip, u64 off, u64 len, struct sx_hmap *m)
+{
+	int error;
+
+	memset(m, 0, sizeof(*m));
+	error = sx_hops(ip)->ho_read_mapping(ip, off, len, m);
+	if (error)
+		return error;
+	if (SX_IS_CORRUPT(NULL, m->hm_startoff != off || m->hm_blockcount == 0 ||
+			  m->hm_blockcount > len ||
+			  (!sx_hmap_is_mapped(m) && (m->hm_flags & SX_HMAP_UNWRITTEN))))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/*
+ * Read the next pair of pieces of @si: both start at the cursors and have
+ * the same length.
+ */
+static int sx_swapext_read_pair(const struct sx_swapext_intent *si, struct sx_hmap *m1,
+				struct sx_hmap *m2)
+{
+	int error;
+
+	error = sx_swapext_read(si->si_ip1, si->si_startoff1, si->si_blockcount, m1);
+	if (error)
+		return error;
+	error = sx_swapext_read(si->si_ip2, si->si_startoff2, m1->hm_blockcount, m2);
+	if (error)
+		return error;
+	m1->hm_blockcount = m2->hm_blockcount;
+	return 0;
+}
+
+/* Advance @si past @len blocks. */
+static void sx_swapext_advance(struct sx_swapext_intent *si, u64 len)
+{
+	si->si_startoff1 += len;
+	si->si_startoff2 += len;
+	si->si_blockcount -= len;
+}
+
+/*
+ * Two pieces on the same blocks are left alone: two holes, or blocks both
+ * ranges share.  Two states for one block is corruption.
+ */
+static int sx_swapext_same(const struct sx_hmap *m1, const struct sx_hmap *m2, bool *same)
+{
+	*same = m1->hm_startblock == m2->hm_startblock;
+	if (*same && SX_IS_CORRUPT(NULL, (m1->hm_flags & SX_HMAP_UNWRITTEN) !=
+				   (m2->hm_flags & SX_HMAP_UNWRITTEN)))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* True if @ip maps anything at or after file block @off. */
+static int sx_swapext_mapped_beyond(struct sx_hinode *ip, u64 off, bool *beyond)
+{
+	struct sx_hmap m;
+	u64 len = (u64)-1 - off;
+	int error;
+
+	*beyond = false;
+	if (len == 0)
+		return 0;
+	error = sx_swapext_read(ip, off, len, &m);
+	if (error)
+		return error;
+	*beyond = sx_hmap_is_mapped(&m) || m.hm_blockcount < len;
+	return 0;
+}
+
+/*
+ * Walk the whole swap as finish_one will (the steps never touch a block
+ * ahead of the cursors, so the current mappings are the ones each step will
+ * read) and bound each fork's mapping count at any point of the chain: the
+ * count now, plus one for each incoming piece, plus three for the splits at
+ * the two ends of the range and at the cursor.  Pieces leaving are not
+ * subtracted: a piece may be part of a larger mapping, so its leaving need
+ * not lower the count.  One file holds both ranges' growth.
+ */
+int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *est)
+{
+	struct sx_swapext_intent walk = *si;
+	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	struct sx_hstat st1, st2;
+	u64 in1 = 0, in2 = 0;
+	u64 max1, max2;
+	int error;
+
+	memset(est, 0, sizeof(*est));
+	while (walk.si_blockcount > 0) {
+		struct sx_hmap m1, m2;
+		bool same;
+
+		error = sx_swapext_read_pair(&walk, &m1, &m2);
+		if (error)
+			return error;
+		error = sx_swapext_same(&m1, &m2, &same);
+		if (error)
+			return error;
+		if (same) {
+			if (sx_hmap_is_mapped(&m1))
+				est->se_shared_skipped = true;
+		} else {
+			est->se_steps++;
+			if (sx_hmap_is_mapped(&m2))
+				in1++;
+			if (sx_hmap_is_mapped(&m1))
+				in2++;
+		}
+		sx_swapext_advance(&walk, m1.hm_blockcount);
+	}
+	error = sx_swapext_mapped_beyond(si->si_ip1, walk.si_startoff1, &est->se_beyond1);
+	if (!error)
+		error = sx_swapext_mapped_beyond(si->si_ip2, walk.si_startoff2, &est->se_beyond2);
+	if (error)
+		return error;
+
+	sx_hstat(si->si_ip1, &st1);
+	sx_hstat(si->si_ip2, &st2);
+	max1 = ops->ho_max_extents(si->si_ip1);
+	max2 = ops->ho_max_extents(si->si_ip2);
+	if (si->si_ip1 == si->si_ip2) {
+		in1 += in2 + 3;
+		in2 = in1;
+	}
+	est->se_nrext1 = st1.hs_nextents + 3 + in1;
+	est->se_nrext2 = st2.hs_nextents + 3 + in2;
+	/* overflow of the sums themselves is impossible: counts are < 2^62 */
+	if (est->se_nrext1 > max1 || est->se_nrext2 > max2)
+		return -EFBIG;
+	return 0;
+}
+
+/*
+ * Raise @ip's size to cover a piece mapped at file blocks [.., @end), but
+ * never past the final size @isize: the map is still queued, so the size
+ * is on disk before the mapping is (the seed's xfs_swapext_update_size).
+ */
+static int sx_swapext_update_size(struct sx_htrans *tp, struct sx_hinode *ip, u64 end,
+				  s64 isize, u32 bsize)
+{
+	struct sx_hstat st;
+	s64 len;
+
+	if (isize < 0)
+		return 0;
+	if (end > (u64)SX_S64_MAX / bsize)
+		len = isize;
+	else
+		len = sx_min((s64)(end * bsize), isize);
+	sx_hstat(ip, &st);
+	if (len <= st.hs_size)
+		return 0;
+	return sx_hops(ip)->ho_set_size(tp, ip, len);
+}
+
+/* Queue the unmap of @m (if it maps anything) from @ip. */
+static int sx_swapext_unmap(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m)
+{
+	if (!sx_hmap_is_mapped(m))
+		return 0;
+	return sx_hops(ip)->ho_queue_unmap(tp, ip, m);
+}
+
+/* Queue the map of @m's blocks (if any) into @ip at file block @off. */
+static int sx_swapext_map(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m,
+			  u64 off)
+{
+	struct sx_hmap nm = *m;
+
+	if (!sx_hmap_is_mapped(m))
+		return 0;
+	nm.hm_startoff = off;
+	return sx_hops(ip)->ho_queue_map(tp, ip, &nm);
+}
+
+/* Swap the pieces @m1 (of inode 1) and @m2 (of inode 2) in @tp. */
+static int sx_swapext_step(struct sx_htrans *tp, struct sx_swapext_intent *si,
+			   const struct sx_hmap *m1, const struct sx_hmap *m2)
+{
+	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	u64 len = m1->hm_blockcount;
+	s64 delta1 = 0, delta2 = 0;
+	u32 bsize = sx_swapext_blksize(si->si_ip1);
+	int error;
+
+	/* block counts move with the blocks; within one file they cancel */
+	if (sx_hmap_is_mapped(m1)) {
+		delta1 -= (s64)len;
+		delta2 += (s64)len;
+	}
+	if (sx_hmap_is_mapped(m2)) {
+		delta1 += (s64)len;
+		delta2 -= (s64)len;
+	}
+	if (si->si_ip1 != si->si_ip2) {
+		if (delta1) {
+			error = ops->ho_mod_nblocks(tp, si->si_ip1, delta1);
+			if (error)
+				return error;
+		}
+		if (delta2) {
+			error = ops->ho_mod_nblocks(tp, si->si_ip2, delta2);
+			if (error)
+				return error;
+		}
+	}
+
+	/* remove both pieces, then map each where the other was */
+	error = sx_swapext_unmap(tp, si->si_ip1, m1);
+	if (!error)
+		error = sx_swapext_unmap(tp, si->si_ip2, m2);
+	if (!error)
+		error = sx_swapext_map(tp, si->si_ip1, m2, si->si_startoff1);
+	if (!error)
+		error = sx_swapext_map(tp, si->si_ip2, m1, si->si_startoff2);
+	if (error)
+		return error;
+
+	/* no mapping past EOF, ever: TO_EOF grows the shorter file as it goes */
+	if (sx_hmap_is_mapped(m2)) {
+		error = sx_swapext_update_size(tp, si->si_ip1, si->si_startoff1 + len,
+					       si->si_isize1, bsize);
+		if (error)
+			return error;
+	}
+	if (sx_hmap_is_mapped(m1))
+		error = sx_swapext_update_size(tp, si->si_ip2, si->si_startoff2 + len,
+					       si->si_isize2, bsize);
+	return error;
+}
+
+/* The last step: final sizes and the reflink flags decided at the start. */
+static int sx_swapext_finish_last(struct sx_htrans *tp, struct sx_swapext_intent *si)
+{
+	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	int error;
+
+	if (si->si_flags & SX_SWAPEXT_SET_SIZES) {
+		error = ops->ho_set_size(tp, si->si_ip1, si->si_isize1);
+		if (!error && si->si_ip2 != si->si_ip1)
+			error = ops->ho_set_size(tp, si->si_ip2, si->si_isize2);
+		if (error)
+			return error;
+	}
+	if (si->si_flags & SX_SWAPEXT_CLEAR_INO1_REFLINK) {
+		error = ops->ho_set_reflink(tp, si->si_ip1, false);
+		if (error)
+			return error;
+	}
+	if (si->si_flags & SX_SWAPEXT_CLEAR_INO2_REFLINK) {
+		error = ops->ho_set_reflink(tp, si->si_ip2, false);
+		if (error)
+			return error;
+	}
+	return 0;
+}
+
+int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si)
+{
+	int error;
+
+	while (si->si_blockcount > 0) {
+		struct sx_hmap m1, m2;
+		bool same;
+
+		error = sx_swapext_read_pair(si, &m1, &m2);
+		if (error)
+			return error;
+		error = sx_swapext_same(&m1, &m2, &same);
+		if (error)
+			return error;
+		if (same) {
+			/*
+			 * Blocks left in both files were not exchanged: the
+			 * reflink flags stay (the flags follow what was
+			 * actually exchanged, never what was asked).
+			 */
+			if (sx_hmap_is_mapped(&m1))
+				si->si_flags &= ~(SX_SWAPEXT_CLEAR_INO1_REFLINK |
+						  SX_SWAPEXT_CLEAR_INO2_REFLINK);
+			sx_swapext_advance(si, m1.hm_blockcount);
+			continue;
+		}
+		error = sx_swapext_step(tp, si, &m1, &m2);
+		if (error)
+			return error;
+		sx_swapext_advance(si, m1.hm_blockcount);
+		break;
+	}
+	if (si->si_blockcount > 0)
+		return -EAGAIN;
+	return sx_swapext_finish_last(tp, si);
+}
+
+/* ---------------------------------------------------------------- algorithms */
+
+/* Build the deferred item of a request. */
+static void sx_swapext_init_intent(const struct sx_swap_req *req, struct sx_swapext_intent *si)
+{
+	struct sx_hstat st1, st2;
+
+	sx_hstat(req->sr_ip1, &st1);
+	sx_hstat(req->sr_ip2, &st2);
+	memset(si, 0, sizeof(*si));
+	si->si_ip1 = req->sr_ip1;
+	si->si_ip2 = req->sr_ip2;
+	si->si_ino1 = st1.hs_ino;
+	si->si_ino2 = st2.hs_ino;
+	si->si_gen1 = st1.hs_gen;
+	si->si_gen2 = st2.hs_gen;
+	si->si_startoff1 = req->sr_startoff1;
+	si->si_startoff2 = req->sr_startoff2;
+	si->si_blockcount = req->sr_blockcount;
+	si->si_flags = req->sr_flags & SX_SWAPEXT_SET_SIZES;
+	si->si_isize1 = -1;
+	si->si_isize2 = -1;
+	if (si->si_flags & SX_SWAPEXT_SET_SIZES) {
+		si->si_isize1 = req->sr_isize1;
+		si->si_isize2 = req->sr_isize2;
+	}
+}
+
+/*
+ * The reflink flags before a swap (the seed's xfs_swapext_reflink_prep): a
+ * file that may receive shared blocks gets the flag now, in the first
+ * transaction.  If exactly one file had it and the swap exchanges both files
+ * entirely (whole files from block 0, nothing mapped beyond, nothing left
+ * shared in place), the file that had it will hold only the other's
+ * unshared blocks, so the last step may clear its flag.
+ */
+static int sx_swapext_reflink_prep(struct sx_htrans *tp, struct sx_swapext_intent *si,
+				   const struct sx_swap_est *est)
+{
+	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	struct sx_hstat st1, st2;
+	bool r1, r2;
+	u64 b1, b2;
+	int error;
+
+	if (si->si_ip1 == si->si_ip2)
+		return 0;
+	sx_hstat(si->si_ip1, &st1);
+	sx_hstat(si->si_ip2, &st2);
+	r1 = st1.hs_flags & SX_HSTAT_REFLINK;
+	r2 = st2.hs_flags & SX_HSTAT_REFLINK;
+	if (r1 == r2)
+		return 0;
+	error = ops->ho_set_reflink(tp, r1 ? si->si_ip2 : si->si_ip1, true);
+	if (error)
+		return error;
+
+	b1 = sx_howmany((u64)st1.hs_size, st1.hs_blksize);
+	b2 = sx_howmany((u64)st2.hs_size, st2.hs_blksize);
+	if (si->si_startoff1 == 0 && si->si_startoff2 == 0 &&
+	    si->si_blockcount == b1 && si->si_blockcount == b2 &&
+	    !est->se_shared_skipped && !est->se_beyond1 && !est->se_beyond2)
+		si->si_flags |= r1 ? SX_SWAPEXT_CLEAR_INO1_REFLINK :
+				     SX_SWAPEXT_CLEAR_INO2_REFLINK;
+	return 0;
+}
+
+/*
+ * Whole-fork swap: the forks, block counts and (following the blocks) the
+ * reflink flags change places; the sizes are equal (full files only).
+ */
+static int sx_swapext_forks(struct sx_htrans *tp, const struct sx_swap_req *req)
+{
+	const struct sx_host_ops *ops = sx_hops(req->sr_ip1);
+	struct sx_hstat st1, st2;
+	bool r1, r2;
+	int error;
+
+	sx_hstat(req->sr_ip1, &st1);
+	sx_hstat(req->sr_ip2, &st2);
+	error = ops->ho_swap_forks(tp, req->sr_ip1, req->sr_ip2);
+	if (error)
+		return error;
+	r1 = st1.hs_flags & SX_HSTAT_REFLINK;
+	r2 = st2.hs_flags & SX_HSTAT_REFLINK;
+	if (r1 == r2)
+		return 0;
+	error = ops->ho_set_reflink(tp, req->sr_ip1, r2);
+	if (!error)
+		error = ops->ho_set_reflink(tp, req->sr_ip2, r1);
+	return error;
+}
+
+int sx_swapext_swap(const struct sx_swap_req *req)
+{
+	struct sx_hinode *ip1 = req->sr_ip1, *ip2 = req->sr_ip2;
+	const struct sx_host_ops *ops = sx_hops(ip1);
+	struct sx_swapext_intent si;
+	struct sx_swap_est est;
+	struct sx_htrans *tp = NULL;
+	struct sx_hres res;
+	int error;
+
+	sx_swapext_init_intent(req, &si);
+	memset(&est, 0, sizeof(est));
+	if (req->sr_algo != SX_SWAP_FORKS) {
+		error = sx_swapext_estimate(&si, &est);
+		if (error)
+			return error;
+	}
+
+	memset(&res, 0, sizeof(res));
+	res.hr_algo = req->sr_algo;
+	res.hr_steps = est.se_steps;
+	res.hr_nrext1 = est.se_nrext1;
+	res.hr_nrext2 = est.se_nrext2;
+	error = ops->ho_trans_alloc(ip1->hi_host, &res, &tp);
+	if (error)
+		return error;
+
+	/* the first transaction: times, reflink flags, then the work */
+	error = ops->ho_touch(tp, ip1);
+	if (!error && ip2 != ip1)
+		error = ops->ho_touch(tp, ip2);
+	if (error)
+		goto out_cancel;
+
+	switch (req->sr_algo) {
+	case SX_SWAP_ATOMIC:
+		error = sx_swapext_reflink_prep(tp, &si, &est);
+		if (!error)
+			error = ops->ho_defer_swap(tp, &si);
+		break;
+	case SX_SWAP_BMAP:
+		error = sx_swapext_reflink_prep(tp, &si, &est);
+		while (!error) {
+			error = sx_swapext_finish_one(tp, &si);
+			if (error != -EAGAIN)
+				break;
+			/* finish the step's map/unmap work, then go on */
+			error = ops->ho_trans_roll(&tp);
+		}
+		break;
+	case SX_SWAP_FORKS:
+		error = sx_swapext_forks(tp, req);
+		break;
+	default:
+		error = -EOPNOTSUPP;
+		break;
+	}
+	if (error)
+		goto out_cancel;
+	/* commit runs the SXI chain (or the last step's work) to its end */
+	return ops->ho_trans_commit(tp);
+
+out_cancel:
+	if (tp)
+		ops->ho_trans_cancel(tp);
+	return error;
+}

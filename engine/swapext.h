@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The swap core's own interfaces between its three files: the front end
+ * (swaprange.c) hands a checked request to the swap (swapext.c), whose
+ * deferred item (swapext_item.c) the host's chain runner finishes.
+ *
+ * The core reaches the filesystem only through <swapext/host.h>.
+ */
+#ifndef SX_SWAPEXT_H
+#define SX_SWAPEXT_H
+
+#include "util.h"
+#include <swapext/host.h>
+
+#define SX_S64_MAX	((s64)(~0ULL >> 1))
+
+/* The host of an inode, and its operations. */
+static inline const struct sx_host_ops *sx_hops(const struct sx_hinode *ip)
+{
+	return ip->hi_host->h_ops;
+}
+
+/* sx_hstat() - read @ip's attributes */
+static inline void sx_hstat(struct sx_hinode *ip, struct sx_hstat *st)
+{
+	memset(st, 0, sizeof(*st));
+	sx_hops(ip)->ho_stat(ip, st);
+}
+
+/* True if @m maps blocks (written or unwritten), false for a hole. */
+static inline bool sx_hmap_is_mapped(const struct sx_hmap *m)
+{
+	return m->hm_startblock != SX_HOLESTARTBLOCK;
+}
+
+/* A swap request that passed every check of the front end. */
+struct sx_swap_req {
+	struct sx_hinode *sr_ip1;
+	struct sx_hinode *sr_ip2;
+	u64	sr_startoff1;		/* file blocks */
+	u64	sr_startoff2;
+	u64	sr_blockcount;
+	s64	sr_isize1;		/* final sizes with SET_SIZES, else -1 */
+	s64	sr_isize2;
+	u64	sr_flags;		/* SX_SWAPEXT_SET_SIZES */
+	enum sx_swap_algo sr_algo;
+};
+
+/* What the estimate found. */
+struct sx_swap_est {
+	u64	se_steps;		/* exchange steps */
+	u64	se_nrext1;		/* worst mapping counts during the chain */
+	u64	se_nrext2;
+	bool	se_shared_skipped;	/* a range mapped to the same blocks in both */
+	bool	se_beyond1;		/* inode 1 has mappings past its range */
+	bool	se_beyond2;
+};
+
+/**
+ * sx_swapext_estimate() - walk the ranges of @si as the chain will, without
+ * changing anything: count its steps and bound the mapping counts
+ *
+ * Return: 0, -EFBIG if a fork could outgrow ho_max_extents, -EFSCORRUPTED
+ * for one block mapped with two states, or a host error.
+ */
+int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *est);
+
+/**
+ * sx_swapext_finish_one() - swap the next differing piece of @si's ranges
+ * in @tp and advance it; at the end apply the final sizes and reflink flags
+ *
+ * Return: 0 when nothing is left, -EAGAIN when blocks are left, or an error.
+ */
+int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si);
+
+/**
+ * sx_swapext_swap() - run a checked request with its algorithm, from the
+ * estimate to the commit.  The caller holds both inodes' lock.
+ */
+int sx_swapext_swap(const struct sx_swap_req *req);
+
+#endif /* SX_SWAPEXT_H */

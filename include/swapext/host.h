@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The host boundary of the swap core.
+ *
+ * The swap core (engine/swaprange.c, swapext.c, swapext_item.c) implements
+ * swap_file_range: the FISWAPRANGE checks, the estimate, the three swap
+ * algorithms, the SXI/SXD intent and its recovery.  It knows nothing of how
+ * a filesystem stores inodes, mappings or its journal: everything it needs
+ * from a filesystem goes through the table of operations below, which a
+ * *host* provides.  swapext's own store is one host; a small in-memory host
+ * in tests/common/memhost.c is another; a filesystem that wants
+ * swap_file_range (XFS, say) becomes one by implementing this file.
+ *
+ * Writing a host
+ * --------------
+ * 1. Embed struct sx_host in the mount (fill h_ops, h_features, h_maxbytes)
+ *    and struct sx_hinode in each in-memory inode (set hi_host).  The core
+ *    finds the host from an inode; it never dereferences a transaction.
+ * 2. Implement struct sx_host_ops.  Every operation returns 0 or a negative
+ *    errno unless it says otherwise; none may be NULL except ho_swap_forks.
+ * 3. Give the deferred-work manager of the host a swap type whose items are
+ *    struct sx_swapext_intent (copied by value, at most one per intent) and
+ *    whose callbacks are the core's sx_swapext_item_*() functions below.
+ *    It must log an SXI (struct sx_dlog_sxi) when an item is first queued or
+ *    requeued, and the SXD of the previous intent in the transaction of each
+ *    step; a step that returns -EAGAIN is requeued *behind* the map/unmap
+ *    work it queued.  For swapext's store this is a struct sx_defer_ops:
+ *
+ *	static int sxi_decode(struct sx_mount *mp, const void *dl, void *si)
+ *	{ return sx_swapext_item_decode(store_host(mp), dl, si); }
+ *	static int sxi_finish(struct sx_trans *tp, void *si)
+ *	{ return sx_swapext_item_finish((struct sx_htrans *)tp, si); }
+ *	const struct sx_defer_ops sx_sxi_defer_ops = {
+ *		.do_name = "swapext", .do_intent_type = SX_LOG_OP_SXI,
+ *		.do_done_type = SX_LOG_OP_SXD,
+ *		.do_item_size = sizeof(struct sx_swapext_intent),
+ *		.do_log_size = sizeof(struct sx_dlog_swapext), .do_max_items = 1,
+ *		.do_encode = sx_swapext_item_encode (cast), .do_decode = sxi_decode,
+ *		.do_finish = sxi_finish, .do_cancel = sx_swapext_item_cancel (cast),
+ *	};
+ *
+ *    registered with sx_defer_register(), ho_defer_swap being sx_defer_add()
+ *    of that table and ho_trans_roll sx_defer_finish().  The in-memory host
+ *    drives the same callbacks with a chain runner of its own.
+ * 4. At log recovery, hand each unfinished SXI's payload to
+ *    sx_swapext_sxi_check() and sx_swapext_item_decode(), then finish the
+ *    item with the chain runner like any other deferred work, in log order.
+ *
+ * Locking: the core takes the two inodes' lock (ho_lock_two) for the whole
+ * call, around the checks, the flush, the estimate and the chain; a host
+ * uses one lock level that excludes other writers, truncates and mapping
+ * changes of both files (XFS: IOLOCK+MMAPLOCK, then ILOCK inside its own
+ * transaction code).  Recovered items lock their inodes for each step.
+ */
+#ifndef SWAPEXT_HOST_H
+#define SWAPEXT_HOST_H
+
+#include "sx_platform.h"
+#include <swapext/format.h>
+#include <swapext/fsr.h>
+
+#ifndef SX_API
+#define SX_API
+#endif
+
+struct sx_host;
+struct sx_htrans;		/* the host's transaction; opaque to the core */
+
+/** struct sx_hinode - embedded in each in-memory inode of a host */
+struct sx_hinode {
+	struct sx_host	*hi_host;
+};
+
+/* ---------------------------------------------------------------- inodes */
+
+/* hs_flags */
+#define SX_HSTAT_IMMUTABLE	(1u << 0)	/* no changes at all (EPERM) */
+#define SX_HSTAT_APPEND		(1u << 1)	/* append-only (EPERM) */
+#define SX_HSTAT_SWAPFILE	(1u << 2)	/* an active swap file (ETXTBSY) */
+#define SX_HSTAT_REFLINK	(1u << 3)	/* may share blocks with others */
+
+/* File types in hs_mode, the usual S_IFMT values. */
+#define SX_HS_IFMT		0170000u
+#define SX_HS_IFREG		0100000u
+#define SX_HS_IFDIR		0040000u
+
+/**
+ * struct sx_hstat - what the core reads of an inode (ho_stat)
+ * @hs_ino:	inode number
+ * @hs_gen:	generation: changes each time the inode number is reused
+ * @hs_size:	file size in bytes (the size readers see)
+ * @hs_mode:	file type and permissions (SX_HS_IFMT bits)
+ * @hs_flags:	SX_HSTAT_*
+ * @hs_blksize:	the fundamental block size: file offsets in blocks are
+ *		byte offsets divided by it; a power of 2
+ * @hs_nextents: mappings (extents) in the data fork now, for the estimate
+ * @hs_mtime_sec, @hs_mtime_nsec, @hs_ctime_sec, @hs_ctime_nsec:
+ *		modification and change time, seconds since the epoch and
+ *		nanoseconds (0..999999999), compared exactly by FILE2_FRESH
+ */
+struct sx_hstat {
+	u64	hs_ino;
+	u64	hs_gen;
+	s64	hs_size;
+	u32	hs_mode;
+	u32	hs_flags;
+	u32	hs_blksize;
+	u32	hs_pad;
+	u64	hs_nextents;
+	s64	hs_mtime_sec;
+	s64	hs_ctime_sec;
+	u32	hs_mtime_nsec;
+	u32	hs_ctime_nsec;
+};
+
+#define SX_HOLESTARTBLOCK	((u64)-1)	/* hm_startblock of a hole */
+#define SX_HMAP_UNWRITTEN	(1u << 0)	/* allocated, reads as zeroes */
+
+/**
+ * struct sx_hmap - one mapping of a data fork, in file and device blocks
+ * @hm_startoff:   first file block
+ * @hm_blockcount: length in blocks, at least 1
+ * @hm_startblock: device block of @hm_startoff, or SX_HOLESTARTBLOCK
+ * @hm_flags:      SX_HMAP_UNWRITTEN (never set on a hole)
+ */
+struct sx_hmap {
+	u64	hm_startoff;
+	u64	hm_blockcount;
+	u64	hm_startblock;
+	u32	hm_flags;
+	u32	hm_pad;
+};
+
+/* -------------------------------------------------------- transactions */
+
+/* hr_algo: which algorithm a reservation is for */
+enum sx_swap_algo {
+	SX_SWAP_ATOMIC	= 1,	/* SXI chain */
+	SX_SWAP_BMAP	= 2,	/* the same steps, no SXI (not crash-safe) */
+	SX_SWAP_FORKS	= 3,	/* ho_swap_forks in one transaction */
+};
+
+/**
+ * struct sx_hres - what a swap will do, for ho_trans_alloc
+ * @hr_algo:	SX_SWAP_*
+ * @hr_steps:	exchange steps of the chain (each: two unmaps, two maps,
+ *		both inodes' size and block count)
+ * @hr_nrext1:	the most mappings inode 1's fork can have during the chain
+ * @hr_nrext2:	the same for inode 2 (equal to @hr_nrext1 for one file)
+ *
+ * The host reserves log space for one step per transaction of the chain
+ * (ho_trans_roll renews it) and, up front, every block the whole chain may
+ * need for its mapping structures (B+tree splits), or fails with -ENOSPC.
+ */
+struct sx_hres {
+	u32	hr_algo;
+	u32	hr_pad;
+	u64	hr_steps;
+	u64	hr_nrext1;
+	u64	hr_nrext2;
+};
+
+/* h_features */
+#define SX_HOST_ATOMIC_SWAP	(1u << 0)	/* SXI/SXD may be logged (the
+						 * ATOMIC_SWAP log-incompat
+						 * feature is on) */
+#define SX_HOST_DEFER_BMAP	(1u << 1)	/* map/unmap are logged deferred
+						 * work: the non-atomic step
+						 * algorithm is available */
+
+struct sx_swapext_intent;
+
+/**
+ * struct sx_host_ops - what a host provides to the swap core
+ *
+ * Inodes:
+ * @ho_stat:		fill @st for @ip (cannot fail)
+ * @ho_lock_two:	lock both inodes against every other change, in an order
+ *			of the host's choosing that cannot deadlock (XFS:
+ *			by inode number); @ip1 may equal @ip2: lock it once
+ * @ho_unlock_two:	undo ho_lock_two
+ * @ho_flush_range:	write back and wait for bytes [@off, @off + @len) of
+ *			@ip's cached data and wait for direct I/O, so that
+ *			the mappings are final (no delayed allocation left)
+ * @ho_read_mapping:	the mapping of @ip's data fork at file block
+ *			@startoff, trimmed to start there and to at most
+ *			@blockcount blocks (a hole runs to the next mapping)
+ * @ho_max_extents:	the most mappings @ip's data fork may hold (-EFBIG
+ *			from the estimate beyond it)
+ *
+ * Transactions (one transaction is open at a time per swap):
+ * @ho_trans_alloc:	start a transaction with the reservation of @res
+ * @ho_trans_roll:	commit *@tpp with all the deferred work queued on it,
+ *			finishing that work in a chain of transactions (the
+ *			swap items with sx_swapext_item_finish()), and put a
+ *			fresh transaction with the same reservation in *@tpp.
+ *			On error *@tpp is the caller's to cancel (or NULL) and
+ *			the host has shut down if a committed intent is left.
+ * @ho_trans_commit:	commit (finishing deferred work first, as roll does)
+ * @ho_trans_cancel:	throw a transaction away; a dirty one shuts the host
+ *			down (its changes cannot be undone)
+ *
+ * Changes, each in transaction @tp, on inodes the core has locked:
+ * @ho_queue_unmap:	queue deferred work (the store's BUI) removing @map
+ *			from @ip's data fork *without freeing* its blocks:
+ *			they move to the other file by the paired map
+ * @ho_queue_map:	queue deferred work adding @map to @ip's data fork
+ *			where the range is a hole (after the unmap ahead of
+ *			it); neither changes the block count
+ * @ho_set_size:	set @ip's size (on disk and in memory) to @size
+ * @ho_mod_nblocks:	add @delta to the blocks charged to @ip (and quota)
+ * @ho_set_reflink:	set (@on) or clear @ip's reflink flag
+ * @ho_touch:		set @ip's mtime and ctime to now
+ * @ho_defer_swap:	queue a copy of @si as deferred work of the swap type
+ *			(an SXI is logged for it at the next roll or commit)
+ * @ho_swap_forks:	optional (NULL: not available): exchange the whole
+ *			data forks, mappings and block counts of @ip1 and
+ *			@ip2 (not the sizes), in @tp; -EINVAL if a fork's
+ *			format does not allow it
+ *
+ * Recovery:
+ * @ho_iget:		find inode @ino with generation @gen and take a
+ *			reference; -ENOENT (or -EFSCORRUPTED) if it is not in
+ *			use or has another generation
+ * @ho_irele:		drop a reference taken by ho_iget
+ */
+struct sx_host_ops {
+	void	(*ho_stat)(struct sx_hinode *ip, struct sx_hstat *st);
+	void	(*ho_lock_two)(struct sx_hinode *ip1, struct sx_hinode *ip2);
+	void	(*ho_unlock_two)(struct sx_hinode *ip1, struct sx_hinode *ip2);
+	int	(*ho_flush_range)(struct sx_hinode *ip, s64 off, s64 len);
+	int	(*ho_read_mapping)(struct sx_hinode *ip, u64 startoff, u64 blockcount,
+				   struct sx_hmap *map);
+	u64	(*ho_max_extents)(struct sx_hinode *ip);
+
+	int	(*ho_trans_alloc)(struct sx_host *h, const struct sx_hres *res,
+				  struct sx_htrans **tpp);
+	int	(*ho_trans_roll)(struct sx_htrans **tpp);
+	int	(*ho_trans_commit)(struct sx_htrans *tp);
+	void	(*ho_trans_cancel)(struct sx_htrans *tp);
+
+	int	(*ho_queue_unmap)(struct sx_htrans *tp, struct sx_hinode *ip,
+				  const struct sx_hmap *map);
+	int	(*ho_queue_map)(struct sx_htrans *tp, struct sx_hinode *ip,
+				const struct sx_hmap *map);
+	int	(*ho_set_size)(struct sx_htrans *tp, struct sx_hinode *ip, s64 size);
+	int	(*ho_mod_nblocks)(struct sx_htrans *tp, struct sx_hinode *ip, s64 delta);
+	int	(*ho_set_reflink)(struct sx_htrans *tp, struct sx_hinode *ip, bool on);
+	int	(*ho_touch)(struct sx_htrans *tp, struct sx_hinode *ip);
+	int	(*ho_defer_swap)(struct sx_htrans *tp, const struct sx_swapext_intent *si);
+	int	(*ho_swap_forks)(struct sx_htrans *tp, struct sx_hinode *ip1,
+				 struct sx_hinode *ip2);
+
+	int	(*ho_iget)(struct sx_host *h, u64 ino, u64 gen, struct sx_hinode **ipp);
+	void	(*ho_irele)(struct sx_hinode *ip);
+};
+
+/**
+ * struct sx_host - embedded in a host's mount
+ * @h_ops:	the operations
+ * @h_features:	SX_HOST_*; read at each call, so a host may turn
+ *		SX_HOST_ATOMIC_SWAP on when it sets its log-incompat bit
+ * @h_maxbytes:	the largest file size (s_maxbytes): a range may not reach
+ *		past it (-EFBIG if it starts there, else -EINVAL)
+ */
+struct sx_host {
+	const struct sx_host_ops *h_ops;
+	u32	h_features;
+	u32	h_pad;
+	s64	h_maxbytes;
+};
+
+/* --------------------------------------------------- the core's entry */
+
+/* hf_mode: how a file was opened */
+#define SX_HF_READ	(1u << 0)
+#define SX_HF_WRITE	(1u << 1)
+#define SX_HF_APPEND	(1u << 2)
+
+/**
+ * struct sx_hfile - an open file as swap_file_range sees it
+ * @hf_ip:	its inode (the caller holds a reference for the call)
+ * @hf_mode:	SX_HF_*
+ */
+struct sx_hfile {
+	struct sx_hinode *hf_ip;
+	u32	hf_mode;
+	u32	hf_pad;
+};
+
+/**
+ * sx_swap_file_range() - swap a range of @file1 with a range of @file2
+ * @file1:	the file named by fsr->file1_fd (resolved by the caller:
+ *		-EBADF for a bad descriptor is the caller's)
+ * @file2:	the file the request was issued on
+ * @fsr:	the request; on success it is updated as the ioctl copies it
+ *		back (TO_EOF: the length swapped), on failure it is untouched
+ *
+ * Runs every check of the seed's do_swap_file_range,
+ * generic_swap_file_range_prep, generic_swap_file_range_checks and
+ * generic_swap_file_range_check_fresh, locks and flushes both files,
+ * estimates, and swaps with the first algorithm the host allows: the SXI
+ * chain (SX_HOST_ATOMIC_SWAP), else with FILE_SWAP_RANGE_NONATOMIC the
+ * non-atomic steps (SX_HOST_DEFER_BMAP), else for NONATOMIC full files the
+ * whole-fork swap (ho_swap_forks).  Both files are open for writing: a swap
+ * writes to both (the seed asked only for read access to file1; mainline
+ * asks for both).  A zero length succeeds after the freshness checks and
+ * changes nothing.  The caller updates no timestamps: the core touches both
+ * inodes in the swap's first transaction.
+ *
+ * Return: 0; -EINVAL (bad flags, pad, offsets, alignment, overlap, ranges
+ * past EOF, size limits), -EXDEV (different hosts), -EISDIR, -EBADF (open
+ * modes, O_APPEND), -EPERM (immutable, append-only), -ETXTBSY (swap file),
+ * -EDOM (FULL_FILES mismatch), -EBUSY (FILE2_FRESH mismatch), -EFBIG (size
+ * limit, extent count), -EOPNOTSUPP (no algorithm), or a host error.
+ */
+SX_API int sx_swap_file_range(const struct sx_hfile *file1, const struct sx_hfile *file2,
+			      struct file_swap_range *fsr);
+
+/* ------------------------------------------ the swap type's deferred work */
+
+/* si_iflags: in memory only */
+#define SX_SI_RECOVERED		(1u << 0)	/* from the log: owns a reference to
+						 * both inodes, locks them per step */
+
+/**
+ * struct sx_swapext_intent - one deferred swap: what is left to do
+ * @si_ip1, @si_ip2:	 the inodes (equal for two ranges of one file)
+ * @si_ino1, @si_ino2, @si_gen1, @si_gen2: their numbers and generations
+ * @si_startoff1, @si_startoff2: next file blocks to swap
+ * @si_blockcount:	 blocks left
+ * @si_flags:		 SX_SWAPEXT_* (logged)
+ * @si_isize1, @si_isize2: with SX_SWAPEXT_SET_SIZES the final sizes, else -1
+ * @si_iflags:		 SX_SI_*
+ *
+ * Hosts copy it by value (memcpy) and never look inside.
+ */
+struct sx_swapext_intent {
+	struct sx_hinode *si_ip1;
+	struct sx_hinode *si_ip2;
+	u64	si_ino1;
+	u64	si_ino2;
+	u64	si_gen1;
+	u64	si_gen2;
+	u64	si_startoff1;
+	u64	si_startoff2;
+	u64	si_blockcount;
+	u64	si_flags;
+	s64	si_isize1;
+	s64	si_isize2;
+	u32	si_iflags;
+	u32	si_pad;
+};
+
+/* Work one step queues: at most two unmaps and two maps. */
+#define SX_SWAPEXT_STEP_QUEUED	4
+/* Inodes one step changes (size, block count, flags). */
+#define SX_SWAPEXT_STEP_INODES	2
+
+/** sx_swapext_item_encode() - write @si's log form (an SXI's one item) */
+SX_API void sx_swapext_item_encode(const struct sx_swapext_intent *si,
+				   struct sx_dlog_swapext *dl);
+
+/**
+ * sx_swapext_item_decode() - rebuild an item from a logged SXI for recovery
+ *
+ * Validates the item (blocks left nonzero and in range, flags known, sizes
+ * not negative with SET_SIZES, ranges of one file not overlapping) and
+ * takes a reference to both inodes with ho_iget(), checking the logged
+ * generations.  The item (SX_SI_RECOVERED) owns the references until it
+ * is finished or cancelled.  The logged sizes are the final sizes: they are
+ * never recomputed from the inodes.
+ *
+ * Return: 0, -EFSCORRUPTED for a bad item or a missing/reused inode, -ENOMEM.
+ */
+SX_API int sx_swapext_item_decode(struct sx_host *h, const struct sx_dlog_swapext *dl,
+				  struct sx_swapext_intent *si);
+
+/**
+ * sx_swapext_item_finish() - do one step of @si in @tp
+ *
+ * Return: -EAGAIN if blocks are left (log an SXI for what is left and
+ * requeue the item behind the work the step queued), 0 when done (the item
+ * has released what it owned), or an error (cancel the item).
+ */
+SX_API int sx_swapext_item_finish(struct sx_htrans *tp, struct sx_swapext_intent *si);
+
+/** sx_swapext_item_cancel() - throw an unfinished item away */
+SX_API void sx_swapext_item_cancel(struct sx_swapext_intent *si);
+
+/**
+ * sx_swapext_sxi_check() - check a whole logged SXI payload's framing
+ *
+ * For hosts that log the payload themselves: @len must be
+ * sizeof(struct sx_dlog_sxi), li_nitems 1, li_pad zero.
+ * Return: 0 or -EFSCORRUPTED.
+ */
+SX_API int sx_swapext_sxi_check(const void *payload, u32 len);
+
+/** sx_swapext_item_describe() - one line about a logged item, for log printers */
+SX_API void sx_swapext_item_describe(const struct sx_dlog_swapext *dl, char *buf,
+				     size_t len);
+
+#endif /* SWAPEXT_HOST_H */

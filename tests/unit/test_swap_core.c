@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The swap core on the in-memory host: swaps of one extent, of 64 extents
+ * with holes and unwritten pieces, of unequal sizes with TO_EOF, of two
+ * ranges of one file; the three algorithms agree on a full-file swap; the
+ * reflink flags follow what was exchanged; and the log cut after every
+ * commit (and again during recovery) always recovers to all-old or all-new,
+ * with the sizes the intent logged.  Recovery rejects bad SXIs.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "util.h"
+#include "memhost.h"
+
+#define B	4096
+#define RW	(SX_HF_READ | SX_HF_WRITE)
+
+static struct mh_host host;
+
+static u64 rnd_state = 0x9e3779b97f4a7c15ull;
+
+static u64 rnd(void)
+{
+	u64 x = rnd_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	rnd_state = x;
+	return x;
+}
+
+/* Map @next extents of 1..8 blocks from @off with holes of 0..3 blocks between. */
+static u64 fill_random(struct mh_inode *mi, u64 off, u32 next)
+{
+	u32 i;
+
+	for (i = 0; i < next; i++) {
+		u64 len = 1 + rnd() % 8;
+
+		mh_add_extent(mi, off, len, rnd() % 5 == 0);
+		off += len + rnd() % 4;
+	}
+	return off;
+}
+
+static int do_swap(struct mh_inode *a, struct mh_inode *b, s64 off1, s64 off2, s64 len,
+		   u64 flags, struct file_swap_range *out)
+{
+	struct sx_hfile f1 = mh_hfile(a, RW), f2 = mh_hfile(b, RW);
+	struct file_swap_range fsr;
+	int error;
+
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.file1_offset = off1;
+	fsr.file2_offset = off2;
+	fsr.length = len;
+	fsr.flags = flags;
+	error = sx_swap_file_range(&f1, &f2, &fsr);
+	if (out)
+		*out = fsr;
+	return error;
+}
+
+/* Block @o of inode @ino in snapshot @s. */
+static u64 blk(const struct mh_inode *s, u64 ino, u64 o, bool *unw)
+{
+	return mh_block_at(&s[ino - MH_FIRST_INO], o, unw);
+}
+
+/* After a swap of [o1, +n) of ino1 with [o2, +n) of ino2: every block moved. */
+static void check_swapped(const struct mh_inode *old, const struct mh_inode *now, u64 ino1,
+			  u64 ino2, u64 o1, u64 o2, u64 n, u64 span)
+{
+	u64 o;
+	bool u1, u2;
+
+	for (o = 0; o < span; o++) {
+		u64 want1 = blk(old, ino1, o, &u1), want2;
+
+		if (o >= o1 && o < o1 + n)
+			want1 = blk(old, ino2, o - o1 + o2, &u1);
+		assert_int_equal(blk(now, ino1, o, &u2), want1);
+		assert_int_equal(u1, u2);
+		if (ino1 == ino2)
+			continue;
+		want2 = blk(old, ino2, o, &u1);
+		if (o >= o2 && o < o2 + n)
+			want2 = blk(old, ino1, o - o2 + o1, &u1);
+		assert_int_equal(blk(now, ino2, o, &u2), want2);
+		assert_int_equal(u1, u2);
+	}
+}
+
+static void check_no_leftovers(void)
+{
+	u32 i;
+
+	for (i = 0; i < MH_NINODES; i++) {
+		assert_int_equal(host.mh_inodes[i].mi_locked, 0);
+		assert_int_equal(host.mh_inodes[i].mi_refs, 0);
+	}
+	assert_int_equal(host.mh_open_trans, 0);
+	assert_int_equal(mh_unfinished(&host), 0);
+}
+
+static void test_one_extent(void **state)
+{
+	struct mh_inode *a, *b, *old;
+
+	(void)state;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 16 * B);
+	b = mh_create(&host, 16 * B);
+	mh_add_extent(a, 0, 16, false);
+	mh_add_extent(b, 0, 16, false);
+	old = mh_snapshot(&host);
+	assert_int_equal(do_swap(a, b, 0, 0, 16 * B, 0, NULL), 0);
+	check_swapped(old, host.mh_inodes, a->mi_ino, b->mi_ino, 0, 0, 16, 32);
+	assert_int_equal(a->mi_nblocks, 16);
+	assert_int_equal(a->mi_size, 16 * B);
+	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
+	check_no_leftovers();
+	free(old);
+	mh_destroy(&host);
+}
+
+static void test_64_extents_holes(void **state)
+{
+	struct mh_inode *a, *b, *old;
+	u64 end1, end2, n = 300;
+
+	(void)state;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 0);
+	b = mh_create(&host, 0);
+	end1 = fill_random(a, 0, 64);
+	end2 = fill_random(b, 2, 64);
+	a->mi_size = (s64)end1 * B;
+	b->mi_size = (s64)end2 * B;
+	n = sx_min(n, sx_min(end1 - 5, end2 - 9));
+	old = mh_snapshot(&host);
+	assert_int_equal(do_swap(a, b, 5 * B, 9 * B, (s64)n * B, 0, NULL), 0);
+	check_swapped(old, host.mh_inodes, a->mi_ino, b->mi_ino, 5, 9, n,
+		      sx_max(end1, end2) + 8);
+	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
+	assert_int_equal(a->mi_size, (s64)end1 * B);
+	check_no_leftovers();
+	free(old);
+	mh_destroy(&host);
+}
+
+static void test_unequal_to_eof(void **state)
+{
+	struct mh_inode *a, *b, *old;
+	struct file_swap_range out;
+
+	(void)state;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 10 * B + 100);
+	b = mh_create(&host, 37 * B + 5);
+	mh_add_extent(a, 0, 11, false);
+	fill_random(b, 0, 6);
+	while (b->mi_next && b->mi_ext[b->mi_next - 1].me_off >= 38) {
+		/* keep b within its EOF for the check */
+		b->mi_nblocks -= (s64)b->mi_ext[b->mi_next - 1].me_len;
+		b->mi_next--;
+	}
+	if (b->mi_next) {
+		struct mh_ext *e = &b->mi_ext[b->mi_next - 1];
+
+		if (e->me_off + e->me_len > 38) {
+			b->mi_nblocks -= (s64)(e->me_off + e->me_len - 38);
+			e->me_len = 38 - e->me_off;
+		}
+	}
+	old = mh_snapshot(&host);
+	assert_int_equal(do_swap(a, b, 0, 0, 0, FILE_SWAP_RANGE_TO_EOF, &out), 0);
+	assert_int_equal(out.length, 37 * B + 5);
+	assert_int_equal(a->mi_size, 37 * B + 5);
+	assert_int_equal(b->mi_size, 10 * B + 100);
+	check_swapped(old, host.mh_inodes, a->mi_ino, b->mi_ino, 0, 0, 38, 40);
+	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
+
+	/* unequal offsets: each file ends where the other's tail ends */
+	free(old);
+	old = mh_snapshot(&host);
+	assert_int_equal(do_swap(a, b, 4 * B, 2 * B, 0, FILE_SWAP_RANGE_TO_EOF, &out), 0);
+	assert_int_equal(a->mi_size, 4 * B + (10 * B + 100 - 2 * B));
+	assert_int_equal(b->mi_size, 2 * B + (37 * B + 5 - 4 * B));
+	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
+	check_no_leftovers();
+	free(old);
+	mh_destroy(&host);
+}
+
+static void test_one_file_two_ranges(void **state)
+{
+	struct mh_inode *a, *old;
+	u64 o;
+
+	(void)state;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 64 * B);
+	fill_random(a, 0, 12);
+	a->mi_size = 64 * B;
+	while (a->mi_next && a->mi_ext[a->mi_next - 1].me_off + a->mi_ext[a->mi_next - 1].me_len >
+	       64) {
+		a->mi_nblocks -= (s64)a->mi_ext[a->mi_next - 1].me_len;
+		a->mi_next--;
+	}
+	old = mh_snapshot(&host);
+	assert_int_equal(do_swap(a, a, 0, 32 * B, 16 * B, 0, NULL), 0);
+	for (o = 0; o < 72; o++) {
+		u64 src = o < 16 ? o + 32 : (o >= 32 && o < 48) ? o - 32 : o;
+		bool u1, u2;
+
+		assert_int_equal(mh_block_at(a, o, &u2), blk(old, a->mi_ino, src, &u1));
+		assert_int_equal(u1, u2);
+	}
+	assert_int_equal(a->mi_nblocks, old[0].mi_nblocks);
+	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
+	check_no_leftovers();
+	free(old);
+	mh_destroy(&host);
+}
+
+/* Build the same two files in @h. */
+static void build_pair(struct mh_host *h, u32 features, struct mh_inode **a, struct mh_inode **b)
+{
+	u64 e1, e2;
+
+	rnd_state = 12345;
+	mh_init(h, B, features);
+	*a = mh_create(h, 0);
+	*b = mh_create(h, 0);
+	e1 = fill_random(*a, 0, 8);
+	e2 = fill_random(*b, 1, 8);
+	/* full files of one size, nothing mapped past EOF */
+	(*a)->mi_size = (*b)->mi_size = (s64)sx_max(e1, e2) * B;
+	(*a)->mi_flags |= SX_HSTAT_REFLINK;
+}
+
+static void test_three_algorithms(void **state)
+{
+	static struct mh_host h2, h3;
+	struct mh_inode *a1, *b1, *a2, *b2, *a3, *b3;
+	struct sx_hfile f1, f2;
+	struct file_swap_range fsr;
+
+	(void)state;
+	build_pair(&host, SX_HOST_ATOMIC_SWAP, &a1, &b1);
+	build_pair(&h2, SX_HOST_DEFER_BMAP, &a2, &b2);
+	build_pair(&h3, 0, &a3, &b3);
+
+	assert_int_equal(do_swap(a1, b1, 0, 0, a1->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	f1 = mh_hfile(a2, RW);
+	f2 = mh_hfile(b2, RW);
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.length = a2->mi_size;
+	fsr.flags = FILE_SWAP_RANGE_NONATOMIC | FILE_SWAP_RANGE_FULL_FILES;
+	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	f1 = mh_hfile(a3, RW);
+	f2 = mh_hfile(b3, RW);
+	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+
+	/* the same blocks, sizes, block counts and reflink flags everywhere */
+	assert_true(mh_same(host.mh_inodes, h2.mh_inodes, a1->mi_ino, true));
+	assert_true(mh_same(host.mh_inodes, h2.mh_inodes, b1->mi_ino, true));
+	assert_true(mh_same(host.mh_inodes, h3.mh_inodes, a1->mi_ino, true));
+	assert_true(mh_same(host.mh_inodes, h3.mh_inodes, b1->mi_ino, true));
+	/* a had the flag, b not, whole files: the flag went with a's blocks */
+	assert_false(a1->mi_flags & SX_HSTAT_REFLINK);
+	assert_true(b1->mi_flags & SX_HSTAT_REFLINK);
+	assert_int_equal(a1->mi_flags, a2->mi_flags);
+	assert_int_equal(a1->mi_flags, a3->mi_flags);
+	assert_int_equal(b1->mi_flags, b2->mi_flags);
+	assert_int_equal(b1->mi_flags, b3->mi_flags);
+	assert_int_equal(mh_check(&host, 0), 0);
+	assert_int_equal(mh_check(&h2, 0), 0);
+	assert_int_equal(mh_check(&h3, 0), 0);
+	mh_destroy(&host);
+	mh_destroy(&h2);
+	mh_destroy(&h3);
+}
+
+/* A partial swap, or a block left shared in place, keeps both reflink flags. */
+static void test_reflink_flags(void **state)
+{
+	struct mh_inode *a, *b;
+	u64 shared;
+
+	(void)state;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 16 * B);
+	b = mh_create(&host, 16 * B);
+	mh_add_extent(a, 0, 16, false);
+	mh_add_extent(b, 0, 16, false);
+	a->mi_flags |= SX_HSTAT_REFLINK;
+	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
+	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
+	assert_true(b->mi_flags & SX_HSTAT_REFLINK);
+	mh_destroy(&host);
+
+	/* both flagged, sharing block 3 in place: skipped, flags stay */
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 8 * B);
+	b = mh_create(&host, 8 * B);
+	shared = mh_alloc(&host, 1);
+	mh_add_extent(a, 0, 3, false);
+	mh_add_mapping(a, 3, shared, 1, false);
+	mh_add_extent(a, 4, 4, false);
+	mh_add_extent(b, 0, 3, false);
+	mh_add_mapping(b, 3, shared, 1, false);
+	mh_add_extent(b, 4, 4, false);
+	a->mi_flags |= SX_HSTAT_REFLINK;
+	b->mi_flags |= SX_HSTAT_REFLINK;
+	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
+	assert_int_equal(mh_block_at(a, 3, NULL), shared);
+	assert_int_equal(mh_block_at(b, 3, NULL), shared);
+	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
+	assert_true(b->mi_flags & SX_HSTAT_REFLINK);
+	assert_int_equal(mh_check(&host, MH_CHECK_SHARED), 0);
+
+	/* a flagged, whole files, but a maps a block past EOF: it keeps its flag */
+	mh_destroy(&host);
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 8 * B);
+	b = mh_create(&host, 8 * B);
+	mh_add_extent(a, 0, 10, false);
+	mh_add_extent(b, 0, 8, false);
+	a->mi_flags |= SX_HSTAT_REFLINK;
+	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
+	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
+	assert_true(b->mi_flags & SX_HSTAT_REFLINK);
+	mh_destroy(&host);
+}
+
+/* ------------------------------------------------------------ crash tests */
+
+enum setup {
+	SETUP_64,		/* 64 extents each, holes, partial ranges */
+	SETUP_TO_EOF,		/* unequal sizes, TO_EOF, reflink whole-file */
+	SETUP_ONE_FILE,		/* two ranges of one file */
+};
+
+static void setup_crash(enum setup s, struct mh_inode **a, struct mh_inode **b,
+			struct file_swap_range *fsr)
+{
+	u64 e1, e2;
+
+	rnd_state = 777 + s;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	memset(fsr, 0, sizeof(*fsr));
+	*a = mh_create(&host, 0);
+	switch (s) {
+	case SETUP_64:
+		*b = mh_create(&host, 0);
+		e1 = fill_random(*a, 0, 64);
+		e2 = fill_random(*b, 3, 64);
+		(*a)->mi_size = (s64)e1 * B;
+		(*b)->mi_size = (s64)e2 * B;
+		fsr->file1_offset = 2 * B;
+		fsr->file2_offset = 3 * B;
+		fsr->length = (s64)(sx_min(e1 - 2, e2 - 3) - 10) * B;
+		break;
+	case SETUP_TO_EOF:
+		*b = mh_create(&host, 0);
+		e1 = fill_random(*a, 0, 6);
+		e2 = fill_random(*b, 0, 30);
+		(*a)->mi_size = (s64)e1 * B - 1000;
+		(*b)->mi_size = (s64)e2 * B - 7;
+		(*b)->mi_flags |= SX_HSTAT_REFLINK;
+		fsr->flags = FILE_SWAP_RANGE_TO_EOF;
+		break;
+	case SETUP_ONE_FILE:
+		*b = *a;
+		e1 = fill_random(*a, 0, 40);
+		(*a)->mi_size = (s64)e1 * B;
+		fsr->file1_offset = 0;
+		fsr->file2_offset = (s64)(e1 / 2) * B;
+		fsr->length = (s64)(e1 / 2 - 1) * B;
+		break;
+	}
+}
+
+/*
+ * Recover the state after a cut at @cut and check it is @before or @after
+ * (all of it): @after exactly when the first transaction was durable.
+ */
+static void check_recovered(struct mh_inode *before, struct mh_inode *after, u32 cut,
+			    u32 first, const char *what)
+{
+	int error = mh_recover(&host);
+
+	if (error)
+		fail_msg("%s: recovery after cut %u failed: %d", what, cut, error);
+	check_no_leftovers();
+	if (mh_check(&host, MH_CHECK_EOF))
+		fail_msg("%s: inconsistent after cut %u", what, cut);
+	if (cut < first) {
+		if (!mh_same_all(before, host.mh_inodes))
+			fail_msg("%s: cut %u before the intent is not all-old", what, cut);
+	} else if (!mh_same_all(after, host.mh_inodes)) {
+		fail_msg("%s: cut %u is not all-new", what, cut);
+	}
+}
+
+static void crash_one(enum setup s, enum mh_order order, bool during_recovery)
+{
+	struct mh_inode *a, *b, *before, *after;
+	struct file_swap_range fsr;
+	struct sx_hfile f1, f2;
+	struct mh_tape *tape;
+	u32 n, cut, first = 0, r;
+	const char *what = s == SETUP_64 ? "64 extents" : s == SETUP_TO_EOF ? "TO_EOF" :
+			   "one file";
+
+	setup_crash(s, &a, &b, &fsr);
+	host.mh_order = order;
+	mh_checkpoint(&host);
+	before = mh_snapshot(&host);
+	f1 = mh_hfile(a, RW);
+	f2 = mh_hfile(b, RW);
+	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	after = mh_snapshot(&host);
+	n = host.mh_nrec;
+	assert_true(n > 10);
+	tape = mh_tape_save(&host);
+	/* the first record holds the SXI (and the touches) */
+	mh_crash(&host, 1);
+	assert_int_equal(mh_unfinished(&host), 1);
+	first = 1;
+	if (s == SETUP_TO_EOF) {
+		/* sizes exchanged per the intent, even when recovery finishes it */
+		assert_int_equal(after[b->mi_ino - MH_FIRST_INO].mi_size,
+				 before[a->mi_ino - MH_FIRST_INO].mi_size);
+	}
+
+	for (cut = 0; cut <= n; cut++) {
+		struct mh_tape *rtape;
+		u32 m;
+
+		mh_tape_load(&host, tape);
+		mh_crash(&host, cut);
+		/* before recovery: no mapping past EOF, whatever is pending */
+		if (mh_check(&host, MH_CHECK_EOF | MH_CHECK_NO_NBLOCKS))
+			fail_msg("%s: a mapping past EOF at cut %u", what, cut);
+		check_recovered(before, after, cut, first, what);
+		/* recovering again changes nothing */
+		assert_int_equal(mh_recover(&host), 0);
+		assert_true(cut < first ? mh_same_all(before, host.mh_inodes) :
+			    mh_same_all(after, host.mh_inodes));
+		if (!during_recovery)
+			continue;
+		/* a crash at every commit of that recovery */
+		mh_tape_load(&host, tape);
+		mh_crash(&host, cut);
+		assert_int_equal(mh_recover(&host), 0);
+		m = host.mh_nrec;
+		rtape = mh_tape_save(&host);
+		for (r = cut + 1; r < m; r++) {
+			mh_tape_load(&host, rtape);
+			mh_crash(&host, r);
+			check_recovered(before, after, cut, first, what);
+		}
+		mh_tape_free(rtape);
+	}
+	mh_tape_free(tape);
+	free(before);
+	free(after);
+	mh_destroy(&host);
+}
+
+static void test_crash_64(void **state)
+{
+	(void)state;
+	crash_one(SETUP_64, MH_ORDER_STORE, false);
+	crash_one(SETUP_64, MH_ORDER_SPAWN_FIRST, false);
+}
+
+static void test_crash_to_eof(void **state)
+{
+	(void)state;
+	crash_one(SETUP_TO_EOF, MH_ORDER_STORE, true);
+	crash_one(SETUP_TO_EOF, MH_ORDER_SPAWN_FIRST, true);
+}
+
+static void test_crash_one_file(void **state)
+{
+	(void)state;
+	crash_one(SETUP_ONE_FILE, MH_ORDER_STORE, true);
+	crash_one(SETUP_ONE_FILE, MH_ORDER_SPAWN_FIRST, false);
+}
+
+/* A step failing mid-chain shuts the host down; recovery completes the swap. */
+static void test_fail_mid_chain(void **state)
+{
+	struct mh_inode *a, *b, *before, *after;
+	struct file_swap_range fsr, fsr2;
+	struct sx_hfile f1, f2;
+	u64 clock;
+	u32 k;
+
+	(void)state;
+	setup_crash(SETUP_64, &a, &b, &fsr);
+	mh_checkpoint(&host);
+	f1 = mh_hfile(a, RW);
+	f2 = mh_hfile(b, RW);
+	fsr2 = fsr;
+	clock = host.mh_clock_ns;
+	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr2), 0);
+	after = mh_snapshot(&host);
+	mh_crash(&host, 0);
+	before = mh_snapshot(&host);
+	for (k = 1; k < 40; k += 7) {
+		mh_crash(&host, 0);
+		host.mh_clock_ns = clock;
+		host.mh_fail_apply = k;
+		host.mh_fail_error = -EIO;
+		fsr2 = fsr;
+		assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr2), -EIO);
+		assert_true(host.mh_shutdown);
+		assert_int_equal(host.mh_open_trans, 0);
+		mh_crash(&host, host.mh_nrec);
+		assert_int_equal(mh_recover(&host), 0);
+		check_no_leftovers();
+		assert_true(mh_same_all(after, host.mh_inodes));
+	}
+	free(before);
+	free(after);
+	mh_destroy(&host);
+}
+
+/* Recovery refuses an SXI that is malformed or names a reused inode. */
+static void test_recover_bad_sxi(void **state)
+{
+	struct mh_inode *a, *b;
+	struct file_swap_range fsr;
+	struct sx_hfile f1, f2;
+	struct sx_dlog_sxi *sxi, good;
+	u32 cut = 0, i;
+
+	(void)state;
+	setup_crash(SETUP_TO_EOF, &a, &b, &fsr);
+	mh_checkpoint(&host);
+	f1 = mh_hfile(a, RW);
+	f2 = mh_hfile(b, RW);
+	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	/* a cut in the middle of the chain */
+	cut = host.mh_nrec / 2;
+	mh_crash(&host, cut + 4);
+	sxi = mh_unfinished_sxi(&host);
+	assert_non_null(sxi);
+	good = *sxi;
+	for (i = 0; i < 9; i++) {
+		struct sx_dlog_swapext *e = &sxi->sxi_ext;
+
+		*sxi = good;
+		switch (i) {
+		case 0: e->sx_blockcount = 0; break;
+		case 1: sxi->sxi_hdr.li_pad = cpu_to_le32(1); break;
+		case 2: e->sx_flags = cpu_to_le64(SX_SWAPEXT_ATTR_FORK | SX_SWAPEXT_SET_SIZES); break;
+		case 3: e->sx_isize1 = cpu_to_le64((u64)-5); break;
+		case 4: e->sx_gen2 = cpu_to_le64(le64_to_cpu(e->sx_gen2) + 1); break;
+		case 5: e->sx_ino1 = cpu_to_le64(1); break;
+		case 6: e->sx_startoff1 = cpu_to_le64(~0ull - 2); break;
+		case 7: sxi->sxi_hdr.li_nitems = cpu_to_le32(2); break;
+		case 8: e->sx_flags = cpu_to_le64(0); break;	/* sizes without SET_SIZES */
+		}
+		if (mh_recover(&host) != -EFSCORRUPTED)
+			fail_msg("bad SXI %u was accepted", i);
+		{
+			u32 j;
+
+			for (j = 0; j < MH_NINODES; j++)
+				assert_int_equal(host.mh_inodes[j].mi_refs, 0);
+		}
+		mh_crash(&host, cut + 4);
+		sxi = mh_unfinished_sxi(&host);
+	}
+	*sxi = good;
+	assert_int_equal(mh_recover(&host), 0);
+	check_no_leftovers();
+	mh_destroy(&host);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_extent),
+		cmocka_unit_test(test_64_extents_holes),
+		cmocka_unit_test(test_unequal_to_eof),
+		cmocka_unit_test(test_one_file_two_ranges),
+		cmocka_unit_test(test_three_algorithms),
+		cmocka_unit_test(test_reflink_flags),
+		cmocka_unit_test(test_crash_64),
+		cmocka_unit_test(test_crash_to_eof),
+		cmocka_unit_test(test_crash_one_file),
+		cmocka_unit_test(test_fail_mid_chain),
+		cmocka_unit_test(test_recover_bad_sxi),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
