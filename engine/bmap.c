@@ -326,8 +326,9 @@ static int sx_bmap_add(struct sx_fork_cur *fc, const struct sx_bmap_irec *new,
 	return sx_bmap_insert(fc, &m);
 }
 
-/* Map @irec into a hole, merging with its neighbours. */
-int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_irec *irec)
+/* Map @irec into a hole, merging with its neighbours; @charge: add its blocks to i_nblocks. */
+static int sx_bmap_map_charge(struct sx_trans *tp, struct sx_inode *ip,
+			      const struct sx_bmap_irec *irec, bool charge)
 {
 	struct sx_mount *mp = ip->i_mp;
 	struct sx_bmap_irec left = { 0 }, right = { 0 };
@@ -363,11 +364,25 @@ int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_i
 	error = sx_bmap_add(&fc, irec, &left, have_left, &right, have_right);
 	if (error)
 		goto out;
-	ip->i_nblocks += irec->br_blockcount;
+	if (charge)
+		ip->i_nblocks += irec->br_blockcount;
 	error = sx_inode_log(tp, ip);
 out:
 	sx_fork_cur_release(&fc);
 	return error;
+}
+
+/* Map @irec into a hole and charge its blocks to the inode. */
+int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_irec *irec)
+{
+	return sx_bmap_map_charge(tp, ip, irec, true);
+}
+
+/* Map @irec into a hole; the caller moves the block count itself. */
+int sx_bmap_map_nocharge(struct sx_trans *tp, struct sx_inode *ip,
+			 const struct sx_bmap_irec *irec)
+{
+	return sx_bmap_map_charge(tp, ip, irec, false);
 }
 
 /*
@@ -411,9 +426,9 @@ static void sx_bmap_split(const struct sx_bmap_irec *got, u64 off, u64 end,
 	p->bp_right.br_blockcount = (u32)(gend - cend);
 }
 
-/* Unmap the first mapped piece of [@off, @off + @len). */
-int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
-		      struct sx_bmap_irec *removed)
+/* Unmap the first mapped piece of [@off, @off + @len); @charge: take it off i_nblocks. */
+static int sx_bmap_unmap_charge(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+				struct sx_bmap_irec *removed, bool charge)
 {
 	struct sx_bmap_pieces p;
 	struct sx_fork_cur fc;
@@ -449,11 +464,26 @@ int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len
 	if (error)
 		goto out;
 	*removed = p.bp_mid;
-	ip->i_nblocks -= p.bp_mid.br_blockcount;
+	if (charge)
+		ip->i_nblocks -= p.bp_mid.br_blockcount;
 	error = sx_inode_log(tp, ip);
 out:
 	sx_fork_cur_release(&fc);
 	return error;
+}
+
+/* Unmap the first mapped piece of [@off, @off + @len) and uncharge its blocks. */
+int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+		      struct sx_bmap_irec *removed)
+{
+	return sx_bmap_unmap_charge(tp, ip, off, len, removed, true);
+}
+
+/* Unmap the first mapped piece; the caller moves the block count itself. */
+int sx_bmap_unmap_one_nocharge(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+			       struct sx_bmap_irec *removed)
+{
+	return sx_bmap_unmap_charge(tp, ip, off, len, removed, false);
 }
 
 /*

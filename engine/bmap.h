@@ -52,6 +52,13 @@ int sx_bmap_next(struct sx_trans *tp, struct sx_inode *ip, u64 off,
 int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_irec *irec);
 
 /**
+ * sx_bmap_map_nocharge() - sx_bmap_map() without charging the blocks: a
+ * swap moves blocks between files and moves the block counts itself
+ */
+int sx_bmap_map_nocharge(struct sx_trans *tp, struct sx_inode *ip,
+			 const struct sx_bmap_irec *irec);
+
+/**
  * sx_bmap_unmap_one() - unmap the first mapped piece in [@off, @off + @len)
  * @removed: what was unmapped (br_startblock SX_HOLE: nothing was left)
  *
@@ -59,6 +66,10 @@ int sx_bmap_map(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_i
  */
 int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
 		      struct sx_bmap_irec *removed);
+
+/** sx_bmap_unmap_one_nocharge() - sx_bmap_unmap_one() leaving i_nblocks alone (swaps) */
+int sx_bmap_unmap_one_nocharge(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+			       struct sx_bmap_irec *removed);
 
 /**
  * sx_bmap_set_state_one() - give the first mapped piece in [@off, +@len)

@@ -50,5 +50,8 @@ _Static_assert(SX_DINODE_CORE + sizeof(struct sx_ddir_rec) <= SX_MIN_BLOCKSIZE,
 _Static_assert(offsetof(struct sx_dlog_swapext, sx_gen1) == 16 &&
 	       offsetof(struct sx_dlog_swapext, sx_blockcount) == 48 &&
 	       offsetof(struct sx_dlog_swapext, sx_isize2) == 72, "SXI item layout");
+_Static_assert(SX_BMI_MAP == 1 && SX_BMI_UNWRITTEN == 2 && SX_BMI_SWAP == 4 &&
+	       SX_BMI_FLAGS_ALL == (SX_BMI_MAP | SX_BMI_UNWRITTEN | SX_BMI_SWAP),
+	       "BUI flags are a log format");
 _Static_assert(offsetof(struct sx_dlog_sxi, sxi_ext) == sizeof(struct sx_dlog_intent),
 	       "SXI payload: header, then the one item");

@@ -348,6 +348,7 @@ static struct sx_inode *ic_new_inode(struct sx_mount *mp, u64 ino)
 		return NULL;
 	ip->i_mp = mp;
 	ip->i_ino = ino;
+	ip->i_hinode.hi_host = &mp->m_host;
 	sx_atomic_set(&ip->i_count, 1);
 	sx_rwsem_init(&ip->i_iolock);
 	sx_mutex_init(&ip->i_ilock);

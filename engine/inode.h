@@ -12,6 +12,7 @@
 #define SX_INODE_H
 
 #include "util.h"
+#include <swapext/host.h>
 
 struct sx_trans;
 struct sx_buf;
@@ -53,6 +54,10 @@ struct sx_inode {
 	u64		i_broot;
 	u32		i_blevel;
 	u32		i_opens;		/* open descriptors (file.c) */
+	/* the swap core's view (swap_host.c) */
+	struct sx_hinode i_hinode;		/* hi_host: the mount's m_host */
+	struct sx_inode	*i_swap_peer;		/* set by the swap holding the iolock */
+	bool		i_swap_ilocked;		/* that swap holds the ilock too */
 };
 
 /* i_iflags */

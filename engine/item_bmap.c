@@ -14,6 +14,12 @@
  * The caller of sx_defer_finish() holds the inode lock of every inode its
  * items change (and a reference, so the lookup finds it cached); recovery
  * holds nothing and the finish takes the lock itself.
+ *
+ * SX_BMI_SWAP items are a swap's halves of a block exchange (the SXI chain
+ * of swapext.c): the unmap leaves the removed piece's references alone (the
+ * paired map gives the blocks to the other file) and must name its blocks,
+ * and neither half moves the inode's block count (the swap step moves it
+ * with the blocks, in its own transaction).  Recovery follows the flag.
  */
 #include "util.h"
 #include "bmap.h"
@@ -74,6 +80,7 @@ static int sx_bui_decode(struct sx_mount *mp, const void *logged, void *item)
 	    SX_IS_CORRUPT(mp, gen == 0) ||
 	    SX_IS_CORRUPT(mp, flags & ~SX_BMI_FLAGS_ALL) ||
 	    SX_IS_CORRUPT(mp, !(flags & SX_BMI_MAP) && (flags & SX_BMI_UNWRITTEN)) ||
+	    SX_IS_CORRUPT(mp, (flags & SX_BMI_SWAP) && !(flags & SX_BMI_MAP) && bno == 0) ||
 	    SX_IS_CORRUPT(mp, len == 0 || len > SX_BMAP_MAXLEN) ||
 	    SX_IS_CORRUPT(mp, off + len < off || off + len > ((u64)1 << 63) >> mp->m_blog) ||
 	    SX_IS_CORRUPT(mp, (flags & SX_BMI_MAP) && !sx_bui_blocks_ok(mp, bno, len)) ||
@@ -99,12 +106,15 @@ static int sx_bui_map(struct sx_trans *tp, struct sx_inode *ip, struct sx_bmap_i
 	irec.br_startblock = bi->bi_bno;
 	irec.br_blockcount = bi->bi_len;
 	irec.br_state = (bi->bi_flags & SX_BMI_UNWRITTEN) ? SX_BMAP_UNWRITTEN : 0;
+	if (bi->bi_flags & SX_BMI_SWAP)
+		return sx_bmap_map_nocharge(tp, ip, &irec);
 	return sx_bmap_map(tp, ip, &irec);
 }
 
 /*
  * Unmap the first mapped piece of the item's range and drop a reference
- * to its blocks; -EAGAIN while some of the range is left.
+ * to its blocks (a swap's unmap: neither, the blocks change owner);
+ * -EAGAIN while some of the range is left.
  */
 static int sx_bui_unmap(struct sx_trans *tp, struct sx_inode *ip, struct sx_bmap_item *bi)
 {
@@ -113,7 +123,12 @@ static int sx_bui_unmap(struct sx_trans *tp, struct sx_inode *ip, struct sx_bmap
 	u64 end = bi->bi_off + bi->bi_len, gend;
 	int error;
 
-	error = sx_bmap_unmap_one(tp, ip, bi->bi_off, bi->bi_len, &got);
+	bool swap = bi->bi_flags & SX_BMI_SWAP;
+
+	if (swap)
+		error = sx_bmap_unmap_one_nocharge(tp, ip, bi->bi_off, bi->bi_len, &got);
+	else
+		error = sx_bmap_unmap_one(tp, ip, bi->bi_off, bi->bi_len, &got);
 	if (error)
 		return error;
 	if (got.br_startblock == SX_HOLE || got.br_blockcount == 0)
@@ -123,9 +138,11 @@ static int sx_bui_unmap(struct sx_trans *tp, struct sx_inode *ip, struct sx_bmap
 	    SX_IS_CORRUPT(mp, bi->bi_bno != 0 &&
 			  got.br_startblock != bi->bi_bno + (got.br_startoff - bi->bi_off)))
 		return -EFSCORRUPTED;
-	error = sx_refcount_decrease_later(tp, got.br_startblock, got.br_blockcount);
-	if (error)
-		return error;
+	if (!swap) {
+		error = sx_refcount_decrease_later(tp, got.br_startblock, got.br_blockcount);
+		if (error)
+			return error;
+	}
 	if (gend >= end)
 		return 0;
 	if (bi->bi_bno)
@@ -252,4 +269,49 @@ int sx_bmap_unmap_later(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 l
 		len -= bi.bi_len;
 	}
 	return 0;
+}
+
+/*
+ * Queue a swap's map of @irec into a hole of @ip (SX_BMI_SWAP: the block
+ * count is the swap's to move).
+ */
+int sx_bmap_swap_map_later(struct sx_trans *tp, struct sx_inode *ip,
+			   const struct sx_bmap_irec *irec)
+{
+	struct sx_bmap_item bi;
+
+	if (irec->br_blockcount == 0 || irec->br_blockcount > SX_BMAP_MAXLEN ||
+	    irec->br_startblock == SX_HOLE)
+		return -EINVAL;
+	memset(&bi, 0, sizeof(bi));
+	bi.bi_ino = ip->i_ino;
+	bi.bi_gen = ip->i_gen;
+	bi.bi_off = irec->br_startoff;
+	bi.bi_bno = irec->br_startblock;
+	bi.bi_len = irec->br_blockcount;
+	bi.bi_flags = SX_BMI_MAP | SX_BMI_SWAP |
+		      ((irec->br_state & SX_BMAP_UNWRITTEN) ? SX_BMI_UNWRITTEN : 0);
+	return sx_defer_add(tp, &sx_bmap_defer_ops, &bi);
+}
+
+/*
+ * Queue a swap's unmap of the piece @irec of @ip: the blocks keep their
+ * references and the block count stays (SX_BMI_SWAP).
+ */
+int sx_bmap_swap_unmap_later(struct sx_trans *tp, struct sx_inode *ip,
+			     const struct sx_bmap_irec *irec)
+{
+	struct sx_bmap_item bi;
+
+	if (irec->br_blockcount == 0 || irec->br_blockcount > SX_BMAP_MAXLEN ||
+	    irec->br_startblock == SX_HOLE || irec->br_startblock == 0)
+		return -EINVAL;
+	memset(&bi, 0, sizeof(bi));
+	bi.bi_ino = ip->i_ino;
+	bi.bi_gen = ip->i_gen;
+	bi.bi_off = irec->br_startoff;
+	bi.bi_bno = irec->br_startblock;
+	bi.bi_len = irec->br_blockcount;
+	bi.bi_flags = SX_BMI_SWAP;
+	return sx_defer_add(tp, &sx_bmap_defer_ops, &bi);
 }

@@ -13,6 +13,7 @@
 #include "defer.h"
 #include "efi.h"
 #include "reflink.h"
+#include "swap_host.h"
 
 /* Stop all further I/O; the first error is the one reported. */
 void sx_force_shutdown(struct sx_mount *mp, int error)
@@ -127,6 +128,14 @@ static int sx_register_types(void)
 		if (error)
 			sx_defer_unregister(&sx_efi_defer_ops);
 	}
+	if (!error) {
+		/* the swap core's SXI: recovery finishes unfinished swaps */
+		error = sx_swap_host_register();
+		if (error) {
+			sx_reflink_unregister();
+			sx_defer_unregister(&sx_efi_defer_ops);
+		}
+	}
 	__atomic_store_n(&state, error ? 0 : 2, __ATOMIC_RELEASE);
 	return error;
 }
@@ -167,6 +176,7 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		goto out_free;
 	mp->m_bsize = mp->m_sb.sb_blocksize;
 	mp->m_blog = mp->m_sb.sb_blocklog;
+	sx_swap_host_init(mp);
 	if (mp->m_sb.sb_dblocks > bd->bd_size >> mp->m_blog) {
 		sx_err(mp, "device (%llu bytes) is smaller than the filesystem (%llu blocks)",
 		       (unsigned long long)bd->bd_size,

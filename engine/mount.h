@@ -8,6 +8,7 @@
 #include "util.h"
 #include "sb.h"
 #include <swapext/swapext.h>
+#include <swapext/host.h>
 
 struct sx_log;
 struct sx_bcache;
@@ -50,6 +51,7 @@ struct sx_mount {
 	struct sx_mutex	m_unlinked_lock; /* serialises removals from the unlinked list */
 	u64		m_rootino;	/* the root directory (fsinfo, fixed at mkfs) */
 	u32		m_refc_nlevels;	/* refcount tree height, greatest seen (fsinfo.c) */
+	struct sx_host	m_host;		/* the swap core's host (swap_host.c) */
 };
 
 /** sx_is_shutdown() - true once the mount has stopped all I/O */

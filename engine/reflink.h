@@ -41,6 +41,17 @@ int sx_bmap_unmap_later(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 l
 			u64 bno);
 
 /**
+ * sx_bmap_swap_map_later() / sx_bmap_swap_unmap_later() - queue a swap's
+ * halves of a block exchange (SX_BMI_SWAP BUIs): the unmap of exactly the
+ * piece @irec (its blocks keep their references) and the map of @irec into
+ * a hole; neither moves @ip's block count.  Same locking as above.
+ */
+int sx_bmap_swap_map_later(struct sx_trans *tp, struct sx_inode *ip,
+			   const struct sx_bmap_irec *irec);
+int sx_bmap_swap_unmap_later(struct sx_trans *tp, struct sx_inode *ip,
+			     const struct sx_bmap_irec *irec);
+
+/**
  * sx_reflink_cow() - make every mapped block of file blocks [@off, +@len)
  * of @ip the file's own before the data path writes into them
  * @tpp: the caller's transaction; rolled (through sx_defer_finish) after

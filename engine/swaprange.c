@@ -304,7 +304,7 @@ static void sx_swaprange_req(const struct sx_hfile *f1, const struct sx_hfile *f
 	}
 }
 
-int sx_swap_file_range(const struct sx_hfile *file1, const struct sx_hfile *file2,
+int sx_swap_core_range(const struct sx_hfile *file1, const struct sx_hfile *file2,
 		       struct file_swap_range *ufsr)
 {
 	struct file_swap_range fsr = *ufsr;

@@ -332,7 +332,14 @@ struct sx_dlog_bmap {
 };
 #define SX_BMI_MAP		(1u << 0)	/* else unmap */
 #define SX_BMI_UNWRITTEN	(1u << 1)
-#define SX_BMI_FLAGS_ALL	0x3u
+/*
+ * A swap's half of a block exchange (the SXI chain's map/unmap): the blocks
+ * change owner, not references.  An unmap neither frees nor decreases the
+ * refcount of what it removes, and startblock must say where it is; neither
+ * a map nor an unmap moves the inode's block count (the swap moves it).
+ */
+#define SX_BMI_SWAP		(1u << 2)
+#define SX_BMI_FLAGS_ALL	0x7u
 
 /* EFI/EFD: free extents. */
 struct sx_dlog_efi {

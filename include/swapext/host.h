@@ -289,7 +289,9 @@ struct sx_hfile {
 };
 
 /**
- * sx_swap_file_range() - swap a range of @file1 with a range of @file2
+ * sx_swap_core_range() - swap a range of @file1 with a range of @file2 (the
+ * core of swap_file_range; a host's own entry, e.g. the store's
+ * sx_swap_file_range() on descriptors, resolves the files and calls it)
  * @file1:	the file named by fsr->file1_fd (resolved by the caller:
  *		-EBADF for a bad descriptor is the caller's)
  * @file2:	the file the request was issued on
@@ -314,7 +316,7 @@ struct sx_hfile {
  * -EDOM (FULL_FILES mismatch), -EBUSY (FILE2_FRESH mismatch), -EFBIG (size
  * limit, extent count), -EOPNOTSUPP (no algorithm), or a host error.
  */
-SX_API int sx_swap_file_range(const struct sx_hfile *file1, const struct sx_hfile *file2,
+SX_API int sx_swap_core_range(const struct sx_hfile *file1, const struct sx_hfile *file2,
 			      struct file_swap_range *fsr);
 
 /* ------------------------------------------ the swap type's deferred work */

@@ -10,6 +10,7 @@
 #define SWAPEXT_SWAPEXT_H
 
 #include "sx_platform.h"
+#include <swapext/fsr.h>
 
 struct sx_mount;
 struct sx_bdev;
@@ -233,6 +234,29 @@ SX_API int sx_clone(struct sx_mount *mp, int dst_fd, int src_fd);
 /** sx_clone_range() - share [@src_off, +@len) of @src_fd at @dst_off of @dst_fd (FICLONERANGE) */
 SX_API int sx_clone_range(struct sx_mount *mp, int dst_fd, u64 dst_off, int src_fd,
 			  u64 src_off, u64 len);
+
+/**
+ * sx_swap_file_range() - swap a range of one file with a range of another
+ * (or of the same file): FISWAPRANGE issued on @fd2
+ * @fd2:	file2, the file the request is issued on
+ * @fsr:	the request (include/swapext/fsr.h); fsr->file1_fd names file1.
+ *		On success it is updated as the ioctl copies it back (TO_EOF:
+ *		the length swapped); on failure it is untouched.
+ *
+ * Without FILE_SWAP_RANGE_NONATOMIC the swap is atomic: after a crash at
+ * any point, recovery leaves both ranges either all old or all new.  That
+ * needs the atomic_swap log-incompat feature (mkfs -O atomic_swap); without
+ * it only NONATOMIC requests run (a chain of steps, each crash-safe).
+ * Offsets must be block aligned, and the length too unless a range ends at
+ * its file's EOF.  Both files' mtime and ctime are set.
+ *
+ * Return: 0; -EBADF (bad descriptor), -EIO (shut down), -EROFS, or any
+ * error of the swap core (include/swapext/host.h, sx_swap_core_range()):
+ * -EINVAL, -EISDIR, -EPERM, -ETXTBSY, -EDOM (FULL_FILES), -EBUSY
+ * (FILE2_FRESH), -EFBIG, -EOPNOTSUPP (atomic requested without the
+ * feature), -ENOSPC, -ENOMEM.
+ */
+SX_API int sx_swap_file_range(struct sx_mount *mp, int fd2, struct file_swap_range *fsr);
 
 /** sx_strerror() - a message for a swapext error (negative errno) */
 SX_API const char *sx_strerror(int error);

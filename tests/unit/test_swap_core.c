@@ -60,7 +60,7 @@ static int do_swap(struct mh_inode *a, struct mh_inode *b, s64 off1, s64 off2, s
 	fsr.file2_offset = off2;
 	fsr.length = len;
 	fsr.flags = flags;
-	error = sx_swap_file_range(&f1, &f2, &fsr);
+	error = sx_swap_core_range(&f1, &f2, &fsr);
 	if (out)
 		*out = fsr;
 	return error;
@@ -263,10 +263,10 @@ static void test_three_algorithms(void **state)
 	memset(&fsr, 0, sizeof(fsr));
 	fsr.length = a2->mi_size;
 	fsr.flags = FILE_SWAP_RANGE_NONATOMIC | FILE_SWAP_RANGE_FULL_FILES;
-	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr), 0);
 	f1 = mh_hfile(a3, RW);
 	f2 = mh_hfile(b3, RW);
-	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr), 0);
 
 	/* the same blocks, sizes, block counts and reflink flags everywhere */
 	assert_true(mh_same(host.mh_inodes, h2.mh_inodes, a1->mi_ino, true));
@@ -426,7 +426,7 @@ static void crash_one(enum setup s, enum mh_order order, bool during_recovery)
 	before = mh_snapshot(&host);
 	f1 = mh_hfile(a, RW);
 	f2 = mh_hfile(b, RW);
-	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr), 0);
 	after = mh_snapshot(&host);
 	n = host.mh_nrec;
 	assert_true(n > 10);
@@ -513,7 +513,7 @@ static void test_fail_mid_chain(void **state)
 	f2 = mh_hfile(b, RW);
 	fsr2 = fsr;
 	clock = host.mh_clock_ns;
-	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr2), 0);
+	assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr2), 0);
 	after = mh_snapshot(&host);
 	mh_crash(&host, 0);
 	before = mh_snapshot(&host);
@@ -523,7 +523,7 @@ static void test_fail_mid_chain(void **state)
 		host.mh_fail_apply = k;
 		host.mh_fail_error = -EIO;
 		fsr2 = fsr;
-		assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr2), -EIO);
+		assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr2), -EIO);
 		assert_true(host.mh_shutdown);
 		assert_int_equal(host.mh_open_trans, 0);
 		mh_crash(&host, host.mh_nrec);
@@ -550,7 +550,7 @@ static void test_recover_bad_sxi(void **state)
 	mh_checkpoint(&host);
 	f1 = mh_hfile(a, RW);
 	f2 = mh_hfile(b, RW);
-	assert_int_equal(sx_swap_file_range(&f1, &f2, &fsr), 0);
+	assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr), 0);
 	/* a cut in the middle of the chain */
 	cut = host.mh_nrec / 2;
 	mh_crash(&host, cut + 4);

@@ -267,7 +267,7 @@ static void run_case(const struct prep_case *c)
 		host.mh_fail_error = -ENOSPC;
 	}
 
-	error = sx_swap_file_range(&f1, &f2, &fsr);
+	error = sx_swap_core_range(&f1, &f2, &fsr);
 	if (error != c->expect)
 		fail_msg("%s: got %d, expected %d", c->name, error, c->expect);
 
@@ -330,7 +330,7 @@ static void test_prep_same_file_swap(void **state)
 	memset(&fsr, 0, sizeof(fsr));
 	fsr.file2_offset = 8 * B;
 	fsr.length = 4 * B;
-	assert_int_equal(sx_swap_file_range(&f, &f, &fsr), 0);
+	assert_int_equal(sx_swap_core_range(&f, &f, &fsr), 0);
 	assert_int_equal(mh_block_at(m, 0, NULL), b8);
 	assert_int_equal(mh_block_at(m, 8, NULL), b0);
 	assert_int_equal(m->mi_nblocks, 8);

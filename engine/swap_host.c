@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The store as a host of the swap core (include/swapext/host.h).
+ *
+ * The mount embeds struct sx_host (m_host) and each in-core inode struct
+ * sx_hinode (i_hinode); a host transaction is the store's struct sx_trans
+ * itself (the deferred-work manager hands its own transactions to the SXI
+ * callbacks, so no wrapper could survive its rolls).  The swap's map and
+ * unmap halves are SX_BMI_SWAP BUIs: blocks change owner without a
+ * refcount change, and the block counts move with ho_mod_nblocks in the
+ * step's own transaction.
+ *
+ * Locking.  ho_lock_two takes both iolocks exclusively (no writer,
+ * truncate, clone or other swap can change either file) and pairs the two
+ * inodes.  The ilocks follow the data path's rule: taken after the
+ * transaction is allocated (a reservation may wait for other transactions
+ * to commit, and those may want an ilock), so the first change a swap
+ * makes in a transaction takes both ilocks, in inode-number order, and
+ * holds them across the chain's rolls until ho_unlock_two: the BUI steps
+ * of the chain expect their caller to hold the ilock.  Reads outside a
+ * transaction (the estimate) take the ilock for each lookup.  A recovered
+ * SXI step (the core locks it per step) does the same; its BUIs, finished
+ * in later transactions of recovery, lock their inode themselves.
+ *
+ * ho_swap_forks is NULL: the store always has deferred map/unmap
+ * (SX_HOST_DEFER_BMAP), so the core's algorithm choice never reaches the
+ * whole-fork swap (a non-atomic request takes the step algorithm), and a
+ * fork exchange would have to rewrite the owner of every B+tree block.
+ */
+#include "util.h"
+#include "swap_host.h"
+#include "inode.h"
+#include "bmap.h"
+#include "btree.h"
+#include "fork.h"
+#include "trans.h"
+#include "defer.h"
+#include "reflink.h"
+#include "alloc.h"
+#include "file.h"
+#include "mount.h"
+#include <swapext/swapext.h>
+
+#define SX_NSEC_PER_SEC	1000000000LL
+
+/* The store inode of a host inode. */
+static inline struct sx_inode *sx_shost_ip(struct sx_hinode *hi)
+{
+	return sx_container_of(hi, struct sx_inode, i_hinode);
+}
+
+/* The store transaction of a host transaction. */
+static inline struct sx_trans *sx_shost_tp(struct sx_htrans *tp)
+{
+	return (struct sx_trans *)tp;
+}
+
+/* The mount of a host. */
+static inline struct sx_mount *sx_shost_mp(struct sx_host *h)
+{
+	return sx_container_of(h, struct sx_mount, m_host);
+}
+
+/* ------------------------------------------------------------- inodes */
+
+/* Split a time in nanoseconds into seconds and nanoseconds (0..999999999). */
+static void sx_shost_time(s64 ns, s64 *sec, u32 *nsec)
+{
+	s64 s = ns / SX_NSEC_PER_SEC, r = ns % SX_NSEC_PER_SEC;
+
+	if (r < 0) {
+		r += SX_NSEC_PER_SEC;
+		s--;
+	}
+	*sec = s;
+	*nsec = (u32)r;
+}
+
+/*
+ * What the core reads of an inode.  The fields are read without the
+ * ilock: the core reads them again under ho_lock_two, where the iolock
+ * keeps size and mappings still, and a word-sized flag read is atomic.
+ */
+static void sx_shost_stat(struct sx_hinode *hi, struct sx_hstat *st)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	u32 f = __atomic_load_n(&ip->i_flags, __ATOMIC_RELAXED);
+
+	st->hs_ino = ip->i_ino;
+	st->hs_gen = ip->i_gen;
+	st->hs_size = (s64)ip->i_size;
+	st->hs_mode = ip->i_mode;
+	st->hs_flags = ((f & SX_DIFLAG_IMMUTABLE) ? SX_HSTAT_IMMUTABLE : 0) |
+		       ((f & SX_DIFLAG_APPEND) ? SX_HSTAT_APPEND : 0) |
+		       ((f & SX_DIFLAG_SWAPFILE) ? SX_HSTAT_SWAPFILE : 0) |
+		       ((f & SX_DIFLAG_REFLINK) ? SX_HSTAT_REFLINK : 0);
+	st->hs_blksize = ip->i_mp->m_bsize;
+	st->hs_nextents = sx_bmap_count(ip);
+	sx_shost_time(ip->i_mtime, &st->hs_mtime_sec, &st->hs_mtime_nsec);
+	sx_shost_time(ip->i_ctime, &st->hs_ctime_sec, &st->hs_ctime_nsec);
+}
+
+/* Lock both inodes' iolocks and pair them (the ilocks come with the first change). */
+static void sx_shost_lock_two(struct sx_hinode *h1, struct sx_hinode *h2)
+{
+	struct sx_inode *a = sx_shost_ip(h1), *b = sx_shost_ip(h2);
+
+	sx_ilock_two(a, b, SX_IOLOCK_EXCL);
+	ASSERT(!a->i_swap_peer && !b->i_swap_peer);
+	a->i_swap_peer = b;
+	b->i_swap_peer = a;
+}
+
+/* Undo sx_shost_lock_two() and drop the ilocks if a change took them. */
+static void sx_shost_unlock_two(struct sx_hinode *h1, struct sx_hinode *h2)
+{
+	struct sx_inode *a = sx_shost_ip(h1), *b = sx_shost_ip(h2);
+
+	if (a->i_swap_ilocked) {
+		ASSERT(b->i_swap_ilocked);
+		a->i_swap_ilocked = false;
+		b->i_swap_ilocked = false;
+		sx_iunlock_two(a, b, SX_ILOCK_EXCL);
+	}
+	a->i_swap_peer = NULL;
+	b->i_swap_peer = NULL;
+	sx_iunlock_two(a, b, SX_IOLOCK_EXCL);
+}
+
+/*
+ * Before the swap's first change in a transaction: take both ilocks (the
+ * transaction is allocated by now), held until ho_unlock_two.
+ */
+static void sx_shost_join(struct sx_inode *ip)
+{
+	struct sx_inode *peer = ip->i_swap_peer;
+
+	ASSERT(peer != NULL);
+	if (ip->i_swap_ilocked)
+		return;
+	if (!peer)
+		peer = ip;
+	sx_ilock_two(ip, peer, SX_ILOCK_EXCL);
+	ip->i_swap_ilocked = true;
+	peer->i_swap_ilocked = true;
+}
+
+/*
+ * Data is written synchronously and in place (file_io.c), under the iolock
+ * the core holds: no write is in flight or cached, no allocation delayed.
+ */
+static int sx_shost_flush_range(struct sx_hinode *hi, s64 off, s64 len)
+{
+	return sx_is_shutdown(sx_shost_ip(hi)->i_mp) ? -EIO : 0;
+}
+
+/* The mapping at file block @startoff, trimmed to [@startoff, +@blockcount). */
+static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockcount,
+				 struct sx_hmap *map)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irec;
+	bool lock = !ip->i_swap_ilocked, found;
+	int error;
+
+	if (lock)
+		sx_ilock(ip, SX_ILOCK_EXCL);
+	error = sx_bmap_next(NULL, ip, startoff, &irec, &found);
+	if (lock)
+		sx_iunlock(ip, SX_ILOCK_EXCL);
+	if (error)
+		return error;
+	memset(map, 0, sizeof(*map));
+	map->hm_startoff = startoff;
+	if (!found || irec.br_startoff > startoff) {
+		/* a hole, up to the next mapping */
+		map->hm_startblock = SX_HOLESTARTBLOCK;
+		map->hm_blockcount = blockcount;
+		if (found && irec.br_startoff - startoff < blockcount)
+			map->hm_blockcount = irec.br_startoff - startoff;
+		return 0;
+	}
+	map->hm_startblock = irec.br_startblock + (startoff - irec.br_startoff);
+	map->hm_blockcount = sx_min(irec.br_startoff + irec.br_blockcount - startoff,
+				    blockcount);
+	if (irec.br_state & SX_BMAP_UNWRITTEN)
+		map->hm_flags = SX_HMAP_UNWRITTEN;
+	return 0;
+}
+
+/* The most mappings a data fork can hold: a B+tree of the greatest height. */
+static u64 sx_shost_max_extents(struct sx_hinode *hi)
+{
+	const struct sx_mount *mp = sx_shost_ip(hi)->i_mp;
+	u64 cap = sx_btree_maxrecs(mp, &sx_bmbt_ops, true);
+	u64 node = sx_btree_maxrecs(mp, &sx_bmbt_ops, false);
+	u32 l;
+
+	for (l = 1; l < SX_BTREE_MAXLEVELS; l++) {
+		if (cap > ((u64)1 << 62) / node)
+			return (u64)1 << 62;
+		cap *= node;
+	}
+	return cap;
+}
+
+/* ------------------------------------------------------- transactions */
+
+/*
+ * Blocks a B+tree of @nrecs mappings may occupy at worst (every block half
+ * full, as after splits); none while the records fit inline.
+ */
+static u64 sx_shost_bmbt_blocks(const struct sx_mount *mp, u64 nrecs)
+{
+	u64 leaf = sx_max(sx_btree_maxrecs(mp, &sx_bmbt_ops, true) / 2, 2u);
+	u64 node = sx_max(sx_btree_maxrecs(mp, &sx_bmbt_ops, false) / 2, 2u);
+	u64 n, total;
+
+	if (nrecs <= sx_fork_inline_max(mp, &sx_bmap_fork_ops))
+		return 0;
+	n = sx_howmany(nrecs, leaf);
+	total = n;
+	while (n > 1) {
+		n = sx_howmany(n, node);
+		total += n;
+	}
+	return total;
+}
+
+/* Log bytes of one transaction of a swap: an SXI step and a BUI step. */
+static u32 sx_shost_step_bytes(const struct sx_mount *mp)
+{
+	return sx_defer_step_bytes(mp, &sx_sxi_defer_ops) +
+	       sx_defer_step_bytes(mp, &sx_bmap_defer_ops);
+}
+
+/*
+ * Start a swap's transaction: log space for one step (the chain renews it
+ * at each roll), and -ENOSPC at once if the free blocks could not hold the
+ * mapping B+trees the estimate allows both forks to grow to.
+ */
+static int sx_shost_trans_alloc(struct sx_host *h, const struct sx_hres *res,
+				struct sx_htrans **tpp)
+{
+	struct sx_mount *mp = sx_shost_mp(h);
+	struct sx_trans *tp;
+	u64 need;
+	int error;
+
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	if (mp->m_flags & SX_MF_RDONLY)
+		return -EROFS;
+	need = sx_shost_bmbt_blocks(mp, res->hr_nrext1) +
+	       sx_shost_bmbt_blocks(mp, res->hr_nrext2);
+	if (need > sx_alloc_free_blocks(mp))
+		return -ENOSPC;
+	error = sx_trans_alloc(mp, sx_shost_step_bytes(mp), 0, &tp);
+	if (error)
+		return error;
+	*tpp = (struct sx_htrans *)tp;
+	return 0;
+}
+
+/* Commit with the queued work finished, and go on in a fresh transaction. */
+static int sx_shost_trans_roll(struct sx_htrans **tpp)
+{
+	struct sx_trans *tp = sx_shost_tp(*tpp);
+	int error;
+
+	if (sx_defer_pending(tp))
+		error = sx_defer_finish(&tp);
+	else
+		error = sx_trans_roll(&tp);
+	*tpp = (struct sx_htrans *)tp;
+	return error;
+}
+
+/* Commit, finishing the queued work (the SXI chain) first. */
+static int sx_shost_trans_commit(struct sx_htrans *tp)
+{
+	return sx_trans_commit(sx_shost_tp(tp));
+}
+
+/*
+ * Throw a transaction away.  The in-core inodes of a dirty one were
+ * changed with it and cannot be put back: shut down.
+ */
+static void sx_shost_trans_cancel(struct sx_htrans *htp)
+{
+	struct sx_trans *tp = sx_shost_tp(htp);
+
+	if (tp && (tp->t_flags & SX_TRANS_DIRTY))
+		sx_force_shutdown(tp->t_mp, -EIO);
+	sx_trans_cancel(tp);
+}
+
+/* ------------------------------------------------------------ changes */
+
+/* A host mapping as an extent map record. */
+static int sx_shost_irec(const struct sx_hmap *map, struct sx_bmap_irec *irec)
+{
+	if (map->hm_startblock == SX_HOLESTARTBLOCK || map->hm_blockcount == 0 ||
+	    map->hm_blockcount > SX_BMAP_MAXLEN)
+		return -EINVAL;
+	irec->br_startoff = map->hm_startoff;
+	irec->br_startblock = map->hm_startblock;
+	irec->br_blockcount = (u32)map->hm_blockcount;
+	irec->br_state = (map->hm_flags & SX_HMAP_UNWRITTEN) ? SX_BMAP_UNWRITTEN : 0;
+	return 0;
+}
+
+/* Queue a swap's unmap of @map (blocks kept, block count left alone). */
+static int sx_shost_queue_unmap(struct sx_htrans *tp, struct sx_hinode *hi,
+				const struct sx_hmap *map)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irec;
+	int error;
+
+	error = sx_shost_irec(map, &irec);
+	if (error)
+		return error;
+	sx_shost_join(ip);
+	return sx_bmap_swap_unmap_later(sx_shost_tp(tp), ip, &irec);
+}
+
+/* Queue a swap's map of @map into a hole (block count left alone). */
+static int sx_shost_queue_map(struct sx_htrans *tp, struct sx_hinode *hi,
+			      const struct sx_hmap *map)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irec;
+	int error;
+
+	error = sx_shost_irec(map, &irec);
+	if (error)
+		return error;
+	sx_shost_join(ip);
+	return sx_bmap_swap_map_later(sx_shost_tp(tp), ip, &irec);
+}
+
+/* Set the size. */
+static int sx_shost_set_size(struct sx_htrans *tp, struct sx_hinode *hi, s64 size)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+
+	if (size < 0 || (u64)size > SX_MAX_FILE_SIZE)
+		return -EINVAL;
+	sx_shost_join(ip);
+	ip->i_size = (u64)size;
+	return sx_inode_log(sx_shost_tp(tp), ip);
+}
+
+/* Move blocks charged to the inode. */
+static int sx_shost_mod_nblocks(struct sx_htrans *tp, struct sx_hinode *hi, s64 delta)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+
+	sx_shost_join(ip);
+	if (SX_IS_CORRUPT(ip->i_mp, delta < 0 && (u64)-delta > ip->i_nblocks))
+		return -EFSCORRUPTED;
+	ip->i_nblocks += (u64)delta;
+	return sx_inode_log(sx_shost_tp(tp), ip);
+}
+
+/* Set or clear the reflink flag. */
+static int sx_shost_set_reflink(struct sx_htrans *tp, struct sx_hinode *hi, bool on)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+
+	sx_shost_join(ip);
+	if (on)
+		ip->i_flags |= SX_DIFLAG_REFLINK;
+	else
+		ip->i_flags &= ~SX_DIFLAG_REFLINK;
+	return sx_inode_log(sx_shost_tp(tp), ip);
+}
+
+/* mtime and ctime to now. */
+static int sx_shost_touch(struct sx_htrans *tp, struct sx_hinode *hi)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	s64 now = (s64)sx_wall_ns();
+
+	sx_shost_join(ip);
+	ip->i_mtime = now;
+	ip->i_ctime = now;
+	return sx_inode_log(sx_shost_tp(tp), ip);
+}
+
+/* Queue the swap as SXI deferred work. */
+static int sx_shost_defer_swap(struct sx_htrans *tp, const struct sx_swapext_intent *si)
+{
+	return sx_defer_add(sx_shost_tp(tp), &sx_sxi_defer_ops, si);
+}
+
+/* ----------------------------------------------------------- recovery */
+
+/* Find inode @ino of generation @gen. */
+static int sx_shost_iget(struct sx_host *h, u64 ino, u64 gen, struct sx_hinode **ipp)
+{
+	struct sx_inode *ip;
+	int error;
+
+	if (gen == 0)
+		return -ENOENT;
+	error = sx_iget(sx_shost_mp(h), ino, gen, &ip);
+	if (error == -ESTALE)
+		error = -ENOENT;
+	if (error)
+		return error;
+	*ipp = &ip->i_hinode;
+	return 0;
+}
+
+/* Drop a reference of sx_shost_iget(). */
+static void sx_shost_irele(struct sx_hinode *hi)
+{
+	sx_irele(sx_shost_ip(hi));
+}
+
+static const struct sx_host_ops sx_store_host_ops = {
+	.ho_stat = sx_shost_stat,
+	.ho_lock_two = sx_shost_lock_two,
+	.ho_unlock_two = sx_shost_unlock_two,
+	.ho_flush_range = sx_shost_flush_range,
+	.ho_read_mapping = sx_shost_read_mapping,
+	.ho_max_extents = sx_shost_max_extents,
+	.ho_trans_alloc = sx_shost_trans_alloc,
+	.ho_trans_roll = sx_shost_trans_roll,
+	.ho_trans_commit = sx_shost_trans_commit,
+	.ho_trans_cancel = sx_shost_trans_cancel,
+	.ho_queue_unmap = sx_shost_queue_unmap,
+	.ho_queue_map = sx_shost_queue_map,
+	.ho_set_size = sx_shost_set_size,
+	.ho_mod_nblocks = sx_shost_mod_nblocks,
+	.ho_set_reflink = sx_shost_set_reflink,
+	.ho_touch = sx_shost_touch,
+	.ho_defer_swap = sx_shost_defer_swap,
+	.ho_swap_forks = NULL,
+	.ho_iget = sx_shost_iget,
+	.ho_irele = sx_shost_irele,
+};
+
+/* Fill the mount's host from the superblock. */
+void sx_swap_host_init(struct sx_mount *mp)
+{
+	mp->m_host.h_ops = &sx_store_host_ops;
+	mp->m_host.h_features = SX_HOST_DEFER_BMAP;
+	if (mp->m_sb.sb_feat_log_incompat & SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP)
+		mp->m_host.h_features |= SX_HOST_ATOMIC_SWAP;
+	mp->m_host.h_maxbytes = (s64)SX_MAX_FILE_SIZE;
+}
+
+/* ------------------------------------------------------ the SXI type */
+
+static void sx_sxi_encode(const void *item, void *logged)
+{
+	sx_swapext_item_encode(item, logged);
+}
+
+/*
+ * Rebuild a logged swap for recovery.  Only a filesystem with the
+ * ATOMIC_SWAP log-incompat feature may hold SXIs: one without it was
+ * written by something this mount does not understand.
+ */
+static int sx_sxi_decode(struct sx_mount *mp, const void *logged, void *item)
+{
+	if (!(mp->m_sb.sb_feat_log_incompat & SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP)) {
+		sx_err(mp, "log holds a swap intent (SXI) but the atomic_swap feature is off");
+		return -EFSCORRUPTED;
+	}
+	return sx_swapext_item_decode(&mp->m_host, logged, item);
+}
+
+static int sx_sxi_finish(struct sx_trans *tp, void *item)
+{
+	return sx_swapext_item_finish((struct sx_htrans *)tp, item);
+}
+
+static void sx_sxi_cancel(void *item)
+{
+	sx_swapext_item_cancel(item);
+}
+
+/*
+ * Log bytes of one step beyond its items: both inode cores (size, block
+ * count, flags); the BUIs it queues are intents the chain reserves anyway.
+ */
+static u32 sx_sxi_step_res(const struct sx_mount *mp)
+{
+	return SX_SWAPEXT_STEP_INODES * sx_inode_res_bytes(mp);
+}
+
+static void sx_sxi_print(const void *logged, sx_print_fn pr, void *arg)
+{
+	char buf[256];
+
+	sx_swapext_item_describe(logged, buf, sizeof(buf));
+	pr(arg, "%s", buf);
+}
+
+const struct sx_defer_ops sx_sxi_defer_ops = {
+	.do_name = "swapext",
+	.do_intent_type = SX_LOG_OP_SXI,
+	.do_done_type = SX_LOG_OP_SXD,
+	.do_item_size = sizeof(struct sx_swapext_intent),
+	.do_log_size = sizeof(struct sx_dlog_swapext),
+	.do_max_items = 1,
+	.do_encode = sx_sxi_encode,
+	.do_decode = sx_sxi_decode,
+	.do_finish = sx_sxi_finish,
+	.do_cancel = sx_sxi_cancel,
+	.do_step_res = sx_sxi_step_res,
+	.do_print = sx_sxi_print,
+};
+
+int sx_swap_host_register(void)
+{
+	return sx_defer_register(&sx_sxi_defer_ops);
+}
+
+void sx_swap_host_unregister(void)
+{
+	sx_defer_unregister(&sx_sxi_defer_ops);
+}
+
+/* ------------------------------------------------------ the public API */
+
+/* Swap a range of fsr->file1_fd with a range of @fd2 (FISWAPRANGE on @fd2). */
+SX_API int sx_swap_file_range(struct sx_mount *mp, int fd2, struct file_swap_range *fsr)
+{
+	struct sx_inode *ip1 = NULL, *ip2 = NULL;
+	struct sx_hfile f1, f2;
+	int error;
+
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	error = sx_fd_get(mp, fd2, &ip2);
+	if (error)
+		return error;
+	if (fsr->file1_fd < 0 || fsr->file1_fd > 0x7fffffff) {
+		error = -EBADF;
+		goto out_rele;
+	}
+	error = sx_fd_get(mp, (int)fsr->file1_fd, &ip1);
+	if (error)
+		goto out_rele;
+	if (mp->m_flags & SX_MF_RDONLY) {
+		error = -EROFS;
+		goto out_rele;
+	}
+	/* the store's descriptors are open for reading and writing */
+	memset(&f1, 0, sizeof(f1));
+	memset(&f2, 0, sizeof(f2));
+	f1.hf_ip = &ip1->i_hinode;
+	f1.hf_mode = SX_HF_READ | SX_HF_WRITE;
+	f2.hf_ip = &ip2->i_hinode;
+	f2.hf_mode = SX_HF_READ | SX_HF_WRITE;
+	error = sx_swap_core_range(&f1, &f2, fsr);
+out_rele:
+	if (ip1)
+		sx_irele(ip1);
+	sx_irele(ip2);
+	return error;
+}
