@@ -558,6 +558,31 @@ static int sx_io_prepare_grow(struct sx_io *io, u64 newsize)
 	return 0;
 }
 
+/*
+ * sx_io_prepare_grow() for a caller outside the data path that is about to
+ * grow the regular file @ip to @newsize (a clone past EOF); the caller
+ * holds the iolock exclusive.
+ */
+int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize)
+{
+	struct sx_mount *mp = ip->i_mp;
+	struct sx_io io;
+	int error;
+
+	if (newsize <= ip->i_size)
+		return 0;
+	io.io_mp = mp;
+	io.io_ip = ip;
+	io.io_bsize = mp->m_bsize;
+	io.io_blog = mp->m_blog;
+	io.io_buf = sx_alloc(mp->m_bsize, 0);
+	if (!io.io_buf)
+		return -ENOMEM;
+	error = sx_io_prepare_grow(&io, newsize);
+	sx_free(io.io_buf);
+	return error;
+}
+
 /* How sx_io_set_size() treats the size. */
 enum sx_io_size {
 	SX_IO_SIZE_KEEP,		/* only the change times */
