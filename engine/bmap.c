@@ -96,10 +96,72 @@ u64 sx_bmap_count(const struct sx_inode *ip)
 	return ip->i_nrecs;
 }
 
-/* Log bytes of one call: at worst three fork operations and the inode core. */
+/*
+ * Log bytes of allocating or freeing one block (a B+tree block): one bit
+ * and the free count, at most two chunks of one bitmap block.  Several such
+ * changes to one bitmap block add at most a region and a chunk each, so
+ * summing this per block is an upper bound of what the bitmap costs.
+ * (sx_alloc_res_bytes() covers an extent of up to a bitmap block's worth.)
+ */
+static u32 sx_bmap_block_alloc_bytes(const struct sx_mount *mp)
+{
+	u32 bytes = sx_trans_op_bytes(sizeof(struct sx_dlog_buf) +
+				      2 * (sizeof(struct sx_dlog_region) + SX_BUF_CHUNK));
+
+	return sx_min(bytes, sx_alloc_res_bytes(mp));
+}
+
+/*
+ * Log bytes of one fork insert, delete or update in the B+tree form with
+ * @levels levels, without the inode block: what sx_btree_res_bytes()
+ * counts (per level the path block and its sibling whole, the far
+ * neighbour's header, a cancel and an allocation; at the top a new root
+ * or the freed old one), with single-block allocations, plus freeing what
+ * is left of the tree when a delete turns the fork inline.
+ */
+static u32 sx_bmap_tree_op_bytes(const struct sx_mount *mp, u32 levels)
+{
+	u32 blk = sx_trans_buf_bytes(mp);
+	u32 hdr = sx_trans_op_bytes(sizeof(struct sx_dlog_buf) + sizeof(struct sx_dlog_region) +
+				    SX_BUF_CHUNK);
+	u32 inval = sx_trans_op_bytes(sizeof(struct sx_dlog_buf));
+	u32 alloc = sx_bmap_block_alloc_bytes(mp);
+
+	levels = sx_max(levels, 1u);
+	return levels * (2 * blk + hdr + inval + alloc) + blk + inval + alloc +
+	       levels * (inval + alloc);
+}
+
+/*
+ * Log bytes of one call.  A call is at most three fork operations (of
+ * which at most two inserts), all in one transaction, where each buffer
+ * is charged once however often it is logged: the inode block (core and
+ * inline records) once, plus
+ *  - inline, with room for two more records: nothing else, the fork
+ *    cannot convert;
+ *  - inline, nearly full: one operation may convert it (the new tree is
+ *    at most three blocks, see sx_fork_res_bytes()), the other two work on
+ *    a tree of at most two levels;
+ *  - B+tree of L levels: the first operation on L levels, the other two
+ *    on at most L + 1 (a root split leaves a root of two entries, which
+ *    the next operation cannot split again).
+ */
 u32 sx_bmap_res_bytes(const struct sx_mount *mp, const struct sx_inode *ip)
 {
-	return 3 * sx_fork_res_bytes(mp, ip) + sx_inode_res_bytes(mp);
+	u32 ino = sx_max(sx_trans_buf_bytes(mp), sx_inode_res_bytes(mp));
+	u32 blk = sx_trans_buf_bytes(mp);
+	u32 inl = sx_fork_inline_max(mp, &sx_bmap_fork_ops);
+	u32 levels;
+
+	if (ip->i_format != SX_DIF_BTREE) {
+		if (ip->i_nrecs + 2 <= inl)
+			return ino;
+		return ino + 3 * (blk + sx_bmap_block_alloc_bytes(mp)) +
+		       2 * sx_bmap_tree_op_bytes(mp, 2);
+	}
+	levels = ip->i_broot ? ip->i_blevel + 1 : 1;
+	return ino + sx_bmap_tree_op_bytes(mp, levels) +
+	       2 * sx_bmap_tree_op_bytes(mp, sx_min(levels + 1, (u32)SX_BTREE_MAXLEVELS));
 }
 
 /* The end (first file block after) of a mapping. */

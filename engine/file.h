@@ -36,6 +36,14 @@ int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf)
  */
 int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 nb);
 
+/**
+ * sx_file_prepare_grow() - before the regular file @ip grows to @newsize
+ * other than by the data path (a clone past EOF): free the blocks a crash
+ * may have left past EOF and zero the tail of the EOF block, so that no
+ * old bytes show in the grown part; the caller holds the iolock exclusive
+ */
+int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize);
+
 /** sx_file_free_res() - log bytes of one step of sx_file_free_blocks() */
 u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip);
 

@@ -454,11 +454,20 @@ static int sx_io_zero(struct sx_io *io, u64 pos, u64 end)
 	return sx_io_write(io, pos, end, NULL, true, &done);
 }
 
-/* Log bytes of one step of freeing a mapped piece. */
+/*
+ * Log bytes of one step of freeing a mapped piece: the unmap and the
+ * intent (an EFI, or a CUI for a file that may share blocks) logged beside
+ * it.  The work of the intent is done by sx_defer_finish() in transactions
+ * it rolls into with the reservation of its own step, so it is not
+ * counted here.
+ */
 u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
 {
-	return sx_bmap_res_bytes(mp, ip) + sx_efi_res_bytes(mp) +
-	       sx_reflink_cow_res_bytes(mp, ip) + sx_inode_res_bytes(mp);
+	u32 cui = sx_trans_op_bytes(sizeof(struct sx_dlog_intent) +
+				    sx_refcount_defer_ops.do_max_items * sizeof(struct sx_dlog_cui));
+
+	return sx_bmap_res_bytes(mp, ip) + sx_max(sx_efi_res_bytes(mp), cui) +
+	       sx_inode_res_bytes(mp);
 }
 
 /*
@@ -547,6 +556,31 @@ static int sx_io_prepare_grow(struct sx_io *io, u64 newsize)
 	if (size & (io->io_bsize - 1))
 		return sx_io_zero(io, size, sx_io_bytes(io, first));
 	return 0;
+}
+
+/*
+ * sx_io_prepare_grow() for a caller outside the data path that is about to
+ * grow the regular file @ip to @newsize (a clone past EOF); the caller
+ * holds the iolock exclusive.
+ */
+int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize)
+{
+	struct sx_mount *mp = ip->i_mp;
+	struct sx_io io;
+	int error;
+
+	if (newsize <= ip->i_size)
+		return 0;
+	io.io_mp = mp;
+	io.io_ip = ip;
+	io.io_bsize = mp->m_bsize;
+	io.io_blog = mp->m_blog;
+	io.io_buf = sx_alloc(mp->m_bsize, 0);
+	if (!io.io_buf)
+		return -ENOMEM;
+	error = sx_io_prepare_grow(&io, newsize);
+	sx_free(io.io_buf);
+	return error;
 }
 
 /* How sx_io_set_size() treats the size. */

@@ -178,7 +178,8 @@ static int sx_reflink_trans_end(struct sx_inode *dst, struct sx_inode *src,
 		error = sx_defer_finish(&tp);
 	if (!error) {
 		error = sx_trans_commit(tp);
-	} else {
+	} else if (tp) {
+		/* (a failed roll in sx_defer_finish() leaves no transaction) */
 		sx_defer_cancel(tp);
 		sx_trans_cancel(tp);
 	}
@@ -288,6 +289,10 @@ int sx_reflink_remap(struct sx_inode *dst, u64 dst_off, struct sx_inode *src, u6
 	sx_ilock_two(src, dst, SX_IOLOCK_EXCL);
 	error = sx_reflink_check(dst, dst_off, src, src_off, &len, &blen);
 	if (error || blen == 0)
+		goto out_unlock;
+	/* growing the destination: no old bytes past its EOF may show */
+	error = sx_file_prepare_grow(dst, dst_off + len);
+	if (error)
 		goto out_unlock;
 
 	/* both files may share blocks from now on */

@@ -14,7 +14,13 @@
 #define SX_SB_MAX_SECTSIZE	SX_MAX_BLOCKSIZE
 
 /* Default log size bounds, in bytes. */
-#define SX_LOG_DEFAULT_MIN	(256u * 1024)
+/*
+ * The default log: 1/64 of the device, at least 4 MiB (but at most a
+ * quarter of a small device), at most 64 MiB.  4 MiB allows transactions of
+ * 512 KiB (a record is at most 1/8 of the log), which the worst-case clone,
+ * copy-on-write and B+tree reservations of 4 KiB blocks need.
+ */
+#define SX_LOG_DEFAULT_MIN	(4u * 1024 * 1024)
 #define SX_LOG_DEFAULT_MAX	(64u * 1024 * 1024)
 
 /* Data blocks a new filesystem must at least have. */
@@ -493,7 +499,7 @@ int sx_sb_geometry(const struct sx_geometry_opts *go, u64 devsize, u32 sectsize,
 	} else {
 		u64 bytes = dblocks * bs / 64;
 
-		bytes = sx_max(bytes, (u64)SX_LOG_DEFAULT_MIN);
+		bytes = sx_max(bytes, sx_min((u64)SX_LOG_DEFAULT_MIN, dblocks * bs / 4));
 		bytes = sx_min(bytes, (u64)SX_LOG_DEFAULT_MAX);
 		logblocks = sx_howmany(bytes, (u64)bs);
 		logblocks = sx_max(logblocks, (u64)SX_MIN_LOGBLOCKS);

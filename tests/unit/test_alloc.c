@@ -416,7 +416,8 @@ static void test_many_in_one_trans(void **state)
 /* 512-byte blocks: runs that cross from one bitmap block to the next. */
 static void test_cross_bitmap_blocks(void **state)
 {
-	struct sx_bdev *bd = newfs(8ull << 20, 512);
+	/* a 256 KiB log keeps the data area inside the first bitmap block */
+	struct sx_bdev *bd = sxt_memfs(8ull << 20, 512, 512);
 	struct sx_mount *mp = sxt_mount(bd);
 	u64 bits = SX_BITMAP_BITS(512), ds = first_free(mp), total = ndata(mp);
 	u64 edge = 2 * bits, bno;

@@ -257,15 +257,16 @@ static void test_geometry_sizes(void **state)
 		u32 bs;
 		u32 logblocks;		/* expected default */
 	} cases[] = {
-		{ 1ull << 20, 4096, 64 },		/* 256 KiB floor */
-		{ 64ull << 20, 4096, 256 },		/* 1 MiB = 1/64 */
+		{ 1ull << 20, 4096, 64 },		/* a quarter of the device */
+		{ 64ull << 20, 4096, 1024 },		/* the 4 MiB floor */
 		{ 1ull << 30, 4096, 4096 },		/* 16 MiB */
 		{ 1ull << 30, 512, 32768 },
 		{ 16ull << 30, 4096, 16384 },		/* 64 MiB cap */
 		{ 1ull << 40, 4096, 16384 },
 		{ 1ull << 40, 65536, 1024 },
 		{ 8ull << 20, 65536, 64 },		/* SX_MIN_LOGBLOCKS floor */
-		{ 100ull << 20, 1024, 1600 },		/* 1.5625 MiB */
+		{ 100ull << 20, 1024, 4096 },		/* 4 MiB > 1/64 */
+		{ 1ull << 30, 1024, 16384 },		/* 16 MiB = 1/64 */
 	};
 	struct sx_geometry_opts go = { 0 };
 	struct sx_sb sb;

@@ -485,10 +485,21 @@ static int io_ls(struct io_state *s, int argc, char **argv)
 	return sx_readdir(s->s_mp, io_ls_one, NULL);
 }
 
-/* shutdown: stop all I/O at once, without flushing the log */
+/* Engine messages while the io tool shuts the filesystem down on purpose: none. */
+static void io_log_quiet(void *arg, enum sx_log_level level, const char *msg)
+{
+}
+
+/*
+ * shutdown: stop all I/O at once, without flushing the log.  The engine's
+ * "shutting down after error" message is for shutdowns nobody asked for;
+ * this one was asked for, so it is not shown.
+ */
 static int io_shutdown(struct io_state *s, int argc, char **argv)
 {
+	sx_set_log_callback(io_log_quiet, NULL);
 	sx_shutdown(s->s_mp);
+	sx_set_log_callback(NULL, NULL);
 	s->s_shutdown = true;
 	return 0;
 }
