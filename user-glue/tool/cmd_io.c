@@ -10,7 +10,7 @@
 #include <string.h>
 #include "tool.h"
 
-#define IO_MAX_ARGS	8
+#define IO_MAX_ARGS	16
 #define IO_MAX_FILES	64
 #define IO_CHUNK	(1u << 20)
 
@@ -27,6 +27,7 @@ struct io_state {
 	int		s_nfiles;
 	int		s_cur;			/* index into s_files, or -1 */
 	bool		s_shutdown;
+	struct sx_crashdev *s_cd;		/* the image is opened through it (-x) */
 };
 
 /* One command: its name, arguments, and what it does. */
@@ -309,6 +310,114 @@ static int io_clonerange(struct io_state *s, int argc, char **argv)
 	return error;
 }
 
+/* Split a time in ns into seconds and nanoseconds. */
+static void io_split_ns(s64 ns, s64 *sec, s64 *nsec)
+{
+	*sec = ns / 1000000000;
+	*nsec = ns % 1000000000;
+	if (*nsec < 0) {
+		*nsec += 1000000000;
+		(*sec)--;
+	}
+}
+
+/*
+ * swaprange [-n] [-f] [-F] [-e] [-s OFF1] [-d OFF2] [-l LEN] [-x N] DONOR:
+ * swap [OFF1, +LEN) of DONOR (file1) with [OFF2, +LEN) of the current file
+ * (file2).  -n NONATOMIC, -f FILE2_FRESH (with the current file's stat now),
+ * -F FULL_FILES, -e TO_EOF; LEN defaults to the current file's size.  -x N
+ * cuts the power after the swap's N-th device write (that write reaches
+ * the media, nothing after it does): every later command and the unmount
+ * fail, and the image is left for recovery.
+ */
+static int io_swaprange(struct io_state *s, int argc, char **argv)
+{
+	struct file_swap_range fsr;
+	struct sx_crashdev_stats cs0, cs1;
+	struct sx_stat st;
+	const char *donor = NULL;
+	u64 v, cut = 0;
+	bool have_len = false;
+	int i, fd1, error;
+
+	memset(&fsr, 0, sizeof(fsr));
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-n")) {
+			fsr.flags |= FILE_SWAP_RANGE_NONATOMIC;
+		} else if (!strcmp(a, "-f")) {
+			fsr.flags |= FILE_SWAP_RANGE_FILE2_FRESH;
+		} else if (!strcmp(a, "-F")) {
+			fsr.flags |= FILE_SWAP_RANGE_FULL_FILES;
+		} else if (!strcmp(a, "-e")) {
+			fsr.flags |= FILE_SWAP_RANGE_TO_EOF;
+		} else if (!strcmp(a, "-s") || !strcmp(a, "-d") || !strcmp(a, "-l") ||
+			   !strcmp(a, "-x")) {
+			if (i + 1 == argc || io_num(argv[i + 1], &v) || v > (u64)INT64_MAX)
+				return -EINVAL;
+			i++;
+			if (a[1] == 's')
+				fsr.file1_offset = (s64)v;
+			else if (a[1] == 'd')
+				fsr.file2_offset = (s64)v;
+			else if (a[1] == 'l') {
+				fsr.length = (s64)v;
+				have_len = true;
+			} else if (v == 0) {
+				return -EINVAL;
+			} else {
+				cut = v;
+			}
+		} else if (a[0] == '-' || donor) {
+			return -EINVAL;
+		} else {
+			donor = a;
+		}
+	}
+	if (!donor)
+		return -EINVAL;
+	error = sx_fstat(s->s_mp, io_fd(s), &st);
+	if (error)
+		return error;
+	if (!have_len)
+		fsr.length = (s64)st.st_size;
+	if (fsr.flags & FILE_SWAP_RANGE_FILE2_FRESH) {
+		s64 ns;
+
+		fsr.file2_ino = (s64)st.st_ino;
+		io_split_ns(st.st_mtime_ns, &fsr.file2_mtime, &ns);
+		fsr.file2_mtime_nsec = (s32)ns;
+		io_split_ns(st.st_ctime_ns, &fsr.file2_ctime, &ns);
+		fsr.file2_ctime_nsec = (s32)ns;
+	}
+	error = sx_open(s->s_mp, donor, &fd1);
+	if (error)
+		return error;
+	fsr.file1_fd = fd1;
+	sx_crashdev_get_stats(s->s_cd, &cs0);
+	if (cut)
+		sx_crashdev_cut_at_write(s->s_cd, cs0.cs_writes + cut, SX_CRASH_KEEP);
+	error = sx_swap_file_range(s->s_mp, io_fd(s), &fsr);
+	if (cut && !error)
+		error = sx_sync(s->s_mp);
+	sx_crashdev_get_stats(s->s_cd, &cs1);
+	if (cut && !cs1.cs_dead) {
+		sx_crashdev_cut_at_write(s->s_cd, 0, SX_CRASH_KEEP);
+		if (!error)
+				printf("swaprange: done in %llu writes, before the cut\n",
+			       (unsigned long long)(cs1.cs_writes - cs0.cs_writes));
+	} else if (cut) {
+		printf("swaprange: power cut after write %llu of the swap\n",
+		       (unsigned long long)cut);
+		s->s_shutdown = true;
+		sx_shutdown(s->s_mp);
+		error = 0;
+	}
+	sx_close(s->s_mp, fd1);
+	return error;
+}
+
 /* Print a timestamp in ns as seconds.nanoseconds. */
 static void io_print_time(const char *what, s64 ns)
 {
@@ -520,6 +629,8 @@ static const struct io_cmd io_cmds[] = {
 	{ "fsync", 0, 0, true, io_fsync, "fsync" },
 	{ "clone", 1, 1, true, io_clone, "clone SRC" },
 	{ "clonerange", 4, 4, true, io_clonerange, "clonerange SRC SRCOFF DSTOFF LEN" },
+	{ "swaprange", 1, 15, true, io_swaprange,
+	  "swaprange [-n] [-f] [-F] [-e] [-s OFF1] [-d OFF2] [-l LEN] [-x N] DONOR" },
 	{ "stat", 0, 0, true, io_stat, "stat" },
 	{ "bmap", 0, 1, true, io_bmap, "bmap [-v]" },
 	{ "md5", 0, 0, true, io_md5, "md5" },
@@ -586,7 +697,7 @@ int cmd_io(int argc, char **argv)
 	struct io_state s = { .s_cur = -1 };
 	const char *image = NULL;
 	const char **cmds;
-	struct sx_bdev *bd;
+	struct sx_bdev *bd, *fbd;
 	int ncmds = 0, i, status = 0, error;
 
 	cmds = calloc((size_t)argc, sizeof(*cmds));
@@ -611,14 +722,22 @@ int cmd_io(int argc, char **argv)
 		free(cmds);
 		return tool_usage("io");
 	}
-	error = sx_filedev_open(image, 0, 0, &bd);
+	error = sx_filedev_open(image, 0, 0, &fbd);
 	if (error) {
 		free(cmds);
 		return tool_error(error, "io: cannot open %s", image);
 	}
+	/* through a crash device, so that swaprange -x can cut the power */
+	error = sx_crashdev_create(fbd, 1, &bd, &s.s_cd);
+	if (error) {
+		sx_bdev_destroy(fbd);
+		free(cmds);
+		return tool_error(error, "io: %s", image);
+	}
 	error = sx_mount(bd, &mo, &s.s_mp);
 	if (error) {
 		sx_bdev_destroy(bd);
+		sx_bdev_destroy(fbd);
 		free(cmds);
 		return tool_error(error, "io: cannot mount %s", image);
 	}
@@ -635,6 +754,7 @@ int cmd_io(int argc, char **argv)
 	if (error && !s.s_shutdown && !status)
 		status = tool_error(error, "io: unmount");
 	sx_bdev_destroy(bd);
+	sx_bdev_destroy(fbd);
 	free(cmds);
 	return status;
 }
