@@ -547,9 +547,10 @@ static long sx_kctl_select(struct file *file, void __user *uarg)
 }
 
 /*
- * FISWAPRANGE on a SELECTed control file: the patch set's checks of the
- * request itself, then the engine's swap.  The engine has no swap_file_range
- * yet: a valid request is -EOPNOTSUPP.
+ * FISWAPRANGE on a SELECTed control file: the ABI's own checks of the
+ * request (pad, flags, file1_fd), then the engine's swap on file2 = the
+ * SELECTed descriptor; the request is copied back on success (TO_EOF: the
+ * length swapped).
  */
 static long sx_kctl_swaprange(struct file *file, void __user *uarg)
 {
@@ -574,7 +575,11 @@ static long sx_kctl_swaprange(struct file *file, void __user *uarg)
 	ki = sx_kinst_get(kp->kp_id);
 	if (!ki)
 		return -ENOENT;
-	/* no engine function yet: nothing to call */
+#ifdef SX_HAVE_sx_swap_file_range
+	error = sx_swap_file_range(ki->ki_mp, kp->kp_fd, &fsr);
+	if (!error && copy_to_user(uarg, &fsr, sizeof(fsr)))
+		error = -EFAULT;
+#endif
 	sx_kinst_put(ki);
 	return error;
 }
@@ -590,6 +595,9 @@ static u32 sx_kctl_features(void)
 #endif
 #ifdef SX_HAVE_sx_clone
 	f |= SX_KCTL_FEAT_CLONE;
+#endif
+#ifdef SX_HAVE_sx_swap_file_range
+	f |= SX_KCTL_FEAT_SWAPRANGE;
 #endif
 #ifdef SX_FAULT_INJECTION
 	f |= SX_KCTL_FEAT_FAULTS;

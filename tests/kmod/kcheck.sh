@@ -107,7 +107,7 @@ chmod +x "$root/init"
 
 img=$work/disk.img
 rm -f "$img"
-if ! "$tool" mkfs -b "$bs" -s 64m -L kcheck "$img" > "$work/mkfs.log" 2>&1; then
+if ! "$tool" mkfs -b "$bs" -s 64m -L kcheck -O atomic_swap "$img" > "$work/mkfs.log" 2>&1; then
 	cat "$work/mkfs.log"
 	echo "KCHECK FAIL host-mkfs"
 	echo "0 passed, 1 failed"
