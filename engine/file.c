@@ -837,7 +837,8 @@ SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st)
 
 /*
  * Set the user flags of @fd (IMMUTABLE, APPEND, SWAPFILE).  REFLINK belongs
- * to the engine: @flags must carry it as it is (-EINVAL otherwise).
+ * to the engine: it stays as it is whether @flags carries it or not, and
+ * asking for it on a file that does not have it is -EINVAL.
  */
 SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 {
@@ -860,12 +861,12 @@ SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 	if (error)
 		goto out_rele;
 	sx_ilock(ip, SX_ILOCK_EXCL);
-	if ((flags ^ ip->i_flags) & ~SX_FILE_USER_FLAGS) {
+	if (flags & ~SX_FILE_USER_FLAGS & ~ip->i_flags) {
 		error = -EINVAL;
 		sx_trans_cancel(tp);
 		goto out_unlock;
 	}
-	ip->i_flags = flags;
+	ip->i_flags = (ip->i_flags & ~SX_FILE_USER_FLAGS) | (flags & SX_FILE_USER_FLAGS);
 	ip->i_ctime = (s64)sx_wall_ns();
 	error = sx_inode_log(tp, ip);
 	if (error)

@@ -224,7 +224,8 @@ SX_API int sx_punch(struct sx_mount *mp, int fd, u64 off, u64 len);
 SX_API int sx_fsync(struct sx_mount *mp, int fd);
 /** sx_fstat() - describe an open file */
 SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st);
-/** sx_setflags() - set the SX_DIFLAG_* flags a user may set */
+/** sx_setflags() - set the SX_DIFLAG_* flags a user may set (IMMUTABLE, APPEND,
+ * SWAPFILE); the engine's REFLINK flag is kept as it is */
 SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags);
 /** sx_fiemap() - the mappings of [@off, +@len): at most @max into @ext, count in *@n */
 SX_API int sx_fiemap(struct sx_mount *mp, int fd, u64 off, u64 len, struct sx_extent *ext,

@@ -537,7 +537,7 @@ static int dry_run(u64 seed, struct sx_crashdev_stats *st, struct run *r)
 		if (k > 1 && (n > 3) != (r->states[k - 1].n > 3))
 			changes++;
 	}
-	CHECK(maxn >= 12 && minn <= 1 && changes >= 4, "workload: %u..%u names, %u crossings",
+	CHECK(maxn >= 8 && minn <= 1 && changes >= 4, "workload: %u..%u names, %u crossings",
 	      minn, maxn, changes);
 	j = recover_and_verify(img, r, "dry run");
 	CHECK(j == NOPS, "dry run: state %d", j);
@@ -565,7 +565,7 @@ int main(void)
 
 	sx_thread_enter();
 	sxt_quiet();
-	pristine = sxt_memfs(IMG_SIZE, BSIZE, 256);
+	pristine = sxt_memfs(IMG_SIZE, BSIZE, 1024);
 	mp = sxt_mount(pristine);
 	pristine_free = sx_alloc_free_blocks(mp);
 	VERIFY(sx_unmount(mp) == 0);
