@@ -23,6 +23,29 @@ struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic)
 	return bd;
 }
 
+struct sxs_file *sxs_file_new(u64 nblk)
+{
+	struct sxs_file *f = calloc(1, sizeof(*f));
+
+	f->sf_nblk = nblk;
+	f->sf_tag = calloc(nblk, sizeof(u64));
+	f->sf_fd = -1;
+	return f;
+}
+
+void sxs_file_free(struct sxs_file *f)
+{
+	if (f)
+		free(f->sf_tag);
+	free(f);
+}
+
+void sxs_file_copy(struct sxs_file *dst, const struct sxs_file *src)
+{
+	dst->sf_size = src->sf_size;
+	memcpy(dst->sf_tag, src->sf_tag, src->sf_nblk * sizeof(u64));
+}
+
 int sxs_write(struct sx_mount *mp, u32 bs, struct sxs_file *f, u64 blk, u64 tag)
 {
 	u64 *buf = malloc(bs);

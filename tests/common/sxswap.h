@@ -15,8 +15,14 @@
 struct sxs_file {
 	int	sf_fd;
 	u64	sf_size;		/* bytes */
-	u64	sf_tag[SXS_MAXB];
+	u64	sf_nblk;		/* blocks the model holds */
+	u64	*sf_tag;
 };
+
+/* sxs_file_new() / sxs_file_free() / sxs_file_copy() - a model of @nblk blocks */
+struct sxs_file *sxs_file_new(u64 nblk);
+void sxs_file_free(struct sxs_file *f);
+void sxs_file_copy(struct sxs_file *dst, const struct sxs_file *src);
 
 /* sxs_mkimg() - a memory device of @size bytes, mkfs'd with @bs blocks (+atomic_swap) */
 struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic);

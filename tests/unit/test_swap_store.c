@@ -40,7 +40,7 @@ static void open_files(void)
 	int i;
 
 	for (i = 0; i < 4; i++) {
-		F[i] = calloc(1, sizeof(*F[i]));
+		F[i] = sxs_file_new(SXS_MAXB);
 		assert_int_equal(sx_create(mp, names[i], 0644, &F[i]->sf_fd), 0);
 	}
 }
@@ -77,7 +77,7 @@ static int teardown(void **state)
 	int i;
 
 	for (i = 0; i < 4; i++)
-		free(F[i]);
+		sxs_file_free(F[i]);
 	assert_int_equal(sx_unmount(mp), 0);
 	check_clean();
 	sx_bdev_destroy(bd);
@@ -304,7 +304,7 @@ static void test_shared(void **state)
 		wr(F[1], i, sxs_tag(1, i, 1));
 	/* c shares all of a */
 	assert_int_equal(sx_clone(mp, F[2]->sf_fd, F[0]->sf_fd), 0);
-	memcpy(F[2]->sf_tag, F[0]->sf_tag, sizeof(F[2]->sf_tag));
+	memcpy(F[2]->sf_tag, F[0]->sf_tag, SXS_MAXB * sizeof(u64));
 	F[2]->sf_size = F[0]->sf_size;
 	/* swap part of c with b: a keeps its blocks, c's shared ones go to b */
 	swapm(F[2], 4, F[1], 0, 8, 0);
