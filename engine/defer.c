@@ -590,32 +590,37 @@ static int sx_defer_io_recover(const struct sx_item_ops *iops, struct sx_mount *
 	return 0;
 }
 
-/* Finish the captured chains in log order, each in a chain of its own. */
+/*
+ * Finish the captured work in log order, all in one chain: the intents
+ * waiting behind the first are relogged as the chain goes on, so that a
+ * long recovered chain cannot fill the log behind them.
+ */
 int sx_defer_recover_finish(struct sx_mount *mp)
 {
-	int error = 0;
+	struct sx_defer_pending *dp;
+	struct sx_trans *tp;
+	u32 res = 0;
+	struct sx_list *pos;
+	int error;
 
-	while (!sx_list_empty(&mp->m_dcaptured)) {
-		struct sx_defer_pending *dp = sx_list_first(&mp->m_dcaptured,
-							    struct sx_defer_pending, dp_list);
-		struct sx_trans *tp;
-
-		error = sx_trans_alloc(mp, sx_defer_chain_bytes(mp, dp->dp_ops), 0, &tp);
-		if (error)
-			break;
-		sx_list_del(&dp->dp_list);
-		sx_list_add_tail(&dp->dp_list, &tp->t_dfops);
-		error = sx_defer_finish(&tp);
-		if (error) {
-			sx_trans_cancel(tp);
-			break;
-		}
-		error = sx_trans_commit(tp);
-		if (error)
-			break;
+	if (sx_list_empty(&mp->m_dcaptured))
+		return 0;
+	sx_list_for_each(pos, &mp->m_dcaptured) {
+		dp = sx_list_entry(pos, struct sx_defer_pending, dp_list);
+		res = sx_max(res, sx_defer_chain_bytes(mp, dp->dp_ops));
 	}
-	sx_defer_recover_cancel(mp);
-	return error;
+	error = sx_trans_alloc(mp, res, 0, &tp);
+	if (error) {
+		sx_defer_recover_cancel(mp);
+		return error;
+	}
+	sx_defer_splice_tail(&mp->m_dcaptured, &tp->t_dfops);
+	error = sx_defer_finish(&tp);
+	if (error) {
+		sx_trans_cancel(tp);
+		return error;
+	}
+	return sx_trans_commit(tp);
 }
 
 /* Drop captured work that will not be finished (a failed mount). */

@@ -6,7 +6,8 @@
  * came from; holes and unwritten extents between them) go through a
  * sequence of atomic swaps with a sync after each: whole ranges of two
  * files, two ranges of one file, TO_EOF with unequal offsets, on a
- * crash-emulating device.  The power is cut at every device write, with
+ * crash-emulating device.  The power is cut at every 4th device write
+ * (every write with SX_CRASH_LEVEL=long, every 16th with quick), with
  * the volatile writes kept, dropped or torn.  After recovery each swap is
  * all old or all new: both files, block by block and in size, equal the
  * model after some number k of the swaps, k between the last durable and
@@ -17,7 +18,7 @@
  * A larger swap (1,200 extents each side, a small log so that the chain
  * checkpoints as it goes) is cut at sampled writes.  SX_CRASH_LEVEL=long
  * swaps 100,000 extents each side at 1,000 sampled cuts and prints the
- * throughput of the uncut swap; quick samples every 4th write.
+ * throughput of the uncut swap.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -361,7 +362,7 @@ int main(void)
 	const char *lv = getenv("SX_CRASH_LEVEL");
 	int level = 1;
 	struct cfg small = { "small", 32ull << 20, 1024, 300, 5, 4, 0 };
-	struct cfg large = { "large", 64ull << 20, 256, 1200, 2, 1, 40 };
+	struct cfg large = { "large", 64ull << 20, 1024, 1200, 2, 1, 40 };
 	struct cfg huge = { "huge", 1ull << 30, 4096, 200000, 2, 1, 1000 };
 
 	if (lv && !strcmp(lv, "quick"))
@@ -370,7 +371,7 @@ int main(void)
 		level = 2;
 	sx_thread_enter();
 	sxt_quiet();
-	run_cfg(&small, ops_small, level == 0 ? 4 : 1);
+	run_cfg(&small, ops_small, level == 0 ? 16 : level == 1 ? 4 : 1);
 	run_cfg(&large, ops_large, 1);
 	if (level >= 2)
 		run_cfg(&huge, ops_large, 1);
