@@ -35,6 +35,7 @@
 #include "fork.h"
 #include "trans.h"
 #include "defer.h"
+#include "log.h"
 #include "reflink.h"
 #include "alloc.h"
 #include "file.h"
@@ -276,10 +277,25 @@ static int sx_shost_trans_roll(struct sx_htrans **tpp)
 	return error;
 }
 
-/* Commit, finishing the queued work (the SXI chain) first. */
-static int sx_shost_trans_commit(struct sx_htrans *tp)
+/*
+ * Commit, finishing the queued work (the SXI chain) first, and make the
+ * swap durable before the core unlocks the files.  Data is written in
+ * place: once the files are unlocked, a write into a block the swap moved
+ * could reach the disk while the swap has not, and after a crash it would
+ * show in the file that held the block before, which may have been synced
+ * and not changed since.  Blocks that are freed wait for their commit
+ * before reuse; blocks that change owner wait for this force.
+ */
+static int sx_shost_trans_commit(struct sx_htrans *htp)
 {
-	return sx_trans_commit(sx_shost_tp(tp));
+	struct sx_trans *tp = sx_shost_tp(htp);
+	struct sx_mount *mp = tp->t_mp;
+	int error;
+
+	error = sx_trans_commit(tp);
+	if (error)
+		return error;
+	return sx_log_force(mp);
 }
 
 /*

@@ -462,6 +462,16 @@ int sx_swapext_swap(const struct sx_swap_req *req)
 		break;
 	case SX_SWAP_BMAP:
 		error = sx_swapext_reflink_prep(tp, &si, &est);
+		/*
+		 * Each step reads the mappings outside the transaction
+		 * (ho_read_mapping takes none); the first one has just
+		 * logged both inodes, and a host that keeps mappings in the
+		 * inode block holds that block locked until it commits.
+		 * Commit it first, as the atomic chain does before its
+		 * first step.
+		 */
+		if (!error)
+			error = ops->ho_trans_roll(&tp);
 		while (!error) {
 			error = sx_swapext_finish_one(tp, &si);
 			if (error != -EAGAIN)

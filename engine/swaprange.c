@@ -301,6 +301,16 @@ static void sx_swaprange_req(const struct sx_hfile *f1, const struct sx_hfile *f
 		req->sr_flags |= SX_SWAPEXT_SET_SIZES;
 		req->sr_isize1 = fsr->file1_offset + (st2->hs_size - fsr->file2_offset);
 		req->sr_isize2 = fsr->file2_offset + (st1->hs_size - fsr->file1_offset);
+		/*
+		 * Within one file the checks let through only a range that
+		 * starts at an aligned EOF: the data of the other range moves
+		 * past the old EOF, and the file must grow to keep it.  The
+		 * two formulas give the old start of that data and its new
+		 * end; the file takes the larger, whichever range is file1's
+		 * (the last step sets only one size on one inode).
+		 */
+		if (f1->hf_ip == f2->hf_ip)
+			req->sr_isize1 = req->sr_isize2 = sx_max(req->sr_isize1, req->sr_isize2);
 	}
 }
 

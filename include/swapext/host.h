@@ -184,7 +184,9 @@ struct sx_swapext_intent;
  *			the mappings are final (no delayed allocation left)
  * @ho_read_mapping:	the mapping of @ip's data fork at file block
  *			@startoff, trimmed to start there and to at most
- *			@blockcount blocks (a hole runs to the next mapping)
+ *			@blockcount blocks (a hole runs to the next mapping);
+ *			called with the swap's transaction open but nothing
+ *			changed in it yet
  * @ho_max_extents:	the most mappings @ip's data fork may hold (-EFBIG
  *			from the estimate beyond it)
  *

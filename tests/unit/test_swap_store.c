@@ -341,6 +341,52 @@ static void test_one_file(void **state)
 	verify_all();
 }
 
+/*
+ * TO_EOF within one file: the only valid request has one range at the
+ * (aligned) EOF, so the data of the other moves past the old EOF and the
+ * file must grow to hold it, whichever of the two ranges is file1's.  The
+ * size was once taken from file1's formula alone: with file1 the lower
+ * range the file shrank to that range's start and the moved data was lost
+ * past EOF.
+ */
+static void one_file_to_eof(u64 flags)
+{
+	struct file_swap_range fsr;
+	u64 i;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		struct sxs_file *f = F[pass];
+		s64 lo = 6 * BS, eof = 20 * BS;
+
+		for (i = 0; i < 20; i++)
+			wr(f, i, sxs_tag((u32)pass, i, 1));
+		memset(&fsr, 0, sizeof(fsr));
+		fsr.file1_fd = f->sf_fd;
+		fsr.file1_offset = pass ? eof : lo;
+		fsr.file2_offset = pass ? lo : eof;
+		fsr.flags = FILE_SWAP_RANGE_TO_EOF | flags;
+		assert_int_equal(sx_swap_file_range(mp, f->sf_fd, &fsr), 0);
+		assert_int_equal(fsr.length, eof - lo);
+		/* blocks 6..19 now at 20..33; 6..19 hold what lay past EOF: holes */
+		sxs_model_swap(f, 6, f, 20, 14);
+		f->sf_size = (u64)(2 * eof - lo);
+		verify_all();
+	}
+	remount();
+	verify_all();
+}
+
+static void test_one_file_to_eof(void **state)
+{
+	one_file_to_eof(0);
+}
+
+static void test_one_file_to_eof_nonatomic(void **state)
+{
+	one_file_to_eof(FILE_SWAP_RANGE_NONATOMIC);
+}
+
 static void test_btree_boundary(void **state)
 {
 	u32 imax = sx_fork_inline_max(mp, &sx_bmap_fork_ops);
@@ -495,6 +541,80 @@ static void test_no_atomic_feature(void **state)
 }
 
 /*
+ * A non-atomic swap of files whose mappings are inline in their inodes.
+ * The first transaction logs both inodes (times, reflink flags); the first
+ * step then read the mappings from the inode blocks outside that
+ * transaction, which already held them locked, and the swap hung (the user
+ * build's lock assertion stopped it).
+ */
+static void test_nonatomic_inline(void **state)
+{
+	u64 i;
+
+	for (i = 0; i < 6; i++) {
+		wr(F[0], 2 * i, sxs_tag(0, 2 * i, 1));
+		wr(F[1], 3 * i, sxs_tag(1, 3 * i, 1));
+	}
+	assert_int_equal(sx_truncate(mp, F[0]->sf_fd, 20 * BS), 0);
+	assert_int_equal(sx_truncate(mp, F[1]->sf_fd, 20 * BS), 0);
+	F[0]->sf_size = F[1]->sf_size = 20 * BS;
+	assert_true(nextents(F[0]->sf_fd) < sx_fork_inline_max(mp, &sx_bmap_fork_ops));
+	swapm(F[0], 0, F[1], 0, 20, FILE_SWAP_RANGE_NONATOMIC);
+	verify_all();
+	swapm(F[0], 3, F[0], 11, 7, FILE_SWAP_RANGE_NONATOMIC);
+	verify_all();
+	remount();
+	verify_all();
+}
+
+/*
+ * A swap is durable when it returns.  Data is written in place, so a write
+ * into a block the swap just gave to file b went to the disk at once; had
+ * the swap still been in the in-memory log, a power cut (keeping the
+ * written blocks) would have shown that write in a, which was synced
+ * before the swap and never written since.
+ */
+static void test_durable_before_writes(void **state)
+{
+	struct sx_bdev *lower = sxs_mkimg(IMG, BS, 4096, true), *cbd;
+	struct sx_crashdev *cd;
+	struct sx_mount *m2;
+	struct sxs_file *a = sxs_file_new(16), *b = sxs_file_new(16);
+	struct sx_mount *saved = mp;
+	char msg[160];
+	u64 i;
+
+	assert_int_equal(sx_crashdev_create(lower, 5, &cbd, &cd), 0);
+	mp = m2 = sxt_mount(cbd);
+	assert_int_equal(sx_create(mp, "x", 0644, &a->sf_fd), 0);
+	assert_int_equal(sx_create(mp, "y", 0644, &b->sf_fd), 0);
+	for (i = 0; i < 4; i++) {
+		wr(a, i, sxs_tag(0, i, 1));
+		wr(b, i, sxs_tag(1, i, 1));
+	}
+	assert_int_equal(sx_sync(mp), 0);
+	swapm(a, 0, b, 0, 4, 0);
+	/* b's block 0 is a's old block now; overwrite it, no sync */
+	wr(b, 0, sxs_tag(1, 0, 2));
+	sx_crashdev_cut_now(cd, SX_CRASH_KEEP);
+	sx_unmount(m2);
+	sx_bdev_destroy(cbd);
+	mp = sxt_mount(lower);
+	assert_int_equal(sx_open(mp, "x", &a->sf_fd), 0);
+	/* a is as after the swap: b's old blocks, untouched by the write */
+	if (sxs_verify(mp, BS, a, msg, sizeof(msg))) {
+		fprintf(stderr, "a after the cut: %s\n", msg);
+		fail();
+	}
+	assert_int_equal(sx_close(mp, a->sf_fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(lower);
+	sxs_file_free(a);
+	sxs_file_free(b);
+	mp = saved;
+}
+
+/*
  * An unfinished SXI needs the feature: cut the power in the middle of a
  * long swap, then turn the feature bit off in the superblock.  Recovery
  * with the bit on finishes the swap; with it off the mount is refused at
@@ -606,10 +726,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_to_eof_unequal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_file_to_eof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btree_boundary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_and_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_atomic_feature, setup_noatomic, teardown),
+		cmocka_unit_test_setup_teardown(test_nonatomic_inline, setup_noatomic, teardown),
+		cmocka_unit_test_setup_teardown(test_durable_before_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_file_to_eof_nonatomic, setup_noatomic,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_mount_refuses_sxi, setup, teardown),
 	};
 
