@@ -28,6 +28,12 @@ static bool sx_update_same(const struct sx_stat *a, const struct sx_stat *b)
 	       a->st_ctime_ns == b->st_ctime_ns;
 }
 
+/* True if @st is the clone of @upd (not a file that got its descriptor number). */
+static bool sx_update_is_tmp(const struct sx_update *upd, const struct sx_stat *st)
+{
+	return st->st_ino == upd->su_tmp_ino && st->st_gen == upd->su_tmp_gen;
+}
+
 /* Forget @upd: it is no longer an open update. */
 static void sx_update_end(struct sx_update *upd)
 {
@@ -99,6 +105,7 @@ SX_API int sx_update_start(struct sx_mount *mp, int fd, struct sx_update *upd)
 	upd->su_mtime_ns = after.st_mtime_ns;
 	upd->su_ctime_ns = after.st_ctime_ns;
 	upd->su_tmp_ino = tst.st_ino;
+	upd->su_tmp_gen = tst.st_gen;
 	upd->su_magic = SX_UPDATE_MAGIC;
 	return 0;
 }
@@ -115,7 +122,7 @@ SX_API int sx_update_commit(struct sx_mount *mp, struct sx_update *upd, u32 flag
 	error = sx_fstat(mp, upd->su_fd_tmp, &tst);
 	if (error)
 		return error;
-	if (tst.st_ino != upd->su_tmp_ino)
+	if (!sx_update_is_tmp(upd, &tst))
 		return -EBADF;
 
 	memset(&fsr, 0, sizeof(fsr));
@@ -149,7 +156,7 @@ SX_API int sx_update_cancel(struct sx_mount *mp, struct sx_update *upd)
 	 * clone's (only close frees a slot), so it is closed.
 	 */
 	error = sx_fstat(mp, upd->su_fd_tmp, &tst);
-	if (error == -EBADF || (!error && tst.st_ino != upd->su_tmp_ino)) {
+	if (error == -EBADF || (!error && !sx_update_is_tmp(upd, &tst))) {
 		sx_update_end(upd);
 		return -EBADF;
 	}

@@ -307,7 +307,8 @@ struct sx_update {
 	u64	su_ino;			/* the original at start: inode number, */
 	s64	su_mtime_ns;		/* mtime and ctime in ns since the epoch */
 	s64	su_ctime_ns;
-	u64	su_tmp_ino;		/* the clone's inode number */
+	u64	su_tmp_ino;		/* the clone's inode number and generation */
+	u64	su_tmp_gen;
 };
 
 #define SX_UPDATE_MAGIC		0x53585550u	/* "SXUP" */

@@ -177,6 +177,7 @@ static struct sxs_file *start(struct sx_update *u)
 	/* a clone with no name, holding what a holds */
 	assert_int_equal(tst.st_nlink, 0);
 	assert_int_equal(u->su_tmp_ino, tst.st_ino);
+	assert_int_equal(u->su_tmp_gen, tst.st_gen);
 	assert_true(tst.st_ino != st.st_ino);
 	sxs_file_copy(t, A);
 	t->sf_fd = u->su_fd_tmp;
@@ -554,6 +555,18 @@ static void test_misuse(void **state)
 	assert_int_equal(sx_close(mp, fd), 0);
 	verify(A);
 	verify(B);
+	sxs_file_free(t);
+
+	/* ... or to a new tmpfile, which may get the clone's inode number too */
+	t = start(&u);
+	tmpfd = u.su_fd_tmp;
+	assert_int_equal(sx_close(mp, tmpfd), 0);
+	assert_int_equal(sx_open_tmpfile(mp, 0600, &fd), 0);
+	assert_int_equal(fd, tmpfd);
+	assert_int_equal(sx_update_commit(mp, &u, 0), -EBADF);
+	assert_int_equal(sx_update_cancel(mp, &u), -EBADF);
+	assert_int_equal(sx_close(mp, fd), 0);
+	verify(A);
 	sxs_file_free(t);
 
 	/* the original's descriptor closed: -EBADF, the update stays open */
