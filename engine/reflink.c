@@ -295,13 +295,26 @@ int sx_reflink_remap(struct sx_inode *dst, u64 dst_off, struct sx_inode *src, u6
 	if (error)
 		goto out_unlock;
 
-	/* both files may share blocks from now on */
+	/*
+	 * Both files may share blocks from now on, and the destination is
+	 * being changed: it gets a new mtime and ctime now, as the VFS's
+	 * file_modified() gives it, so that a FILE2_FRESH check (an atomic
+	 * update's commit) sees a clone into the file.  The source's times
+	 * stay: a clone reads it.
+	 */
 	error = sx_reflink_trans(dst, src, &tp);
 	if (error)
 		goto out_unlock;
 	error = sx_reflink_set_flag(tp, src);
 	if (!error && src != dst)
 		error = sx_reflink_set_flag(tp, dst);
+	if (!error) {
+		s64 now = (s64)sx_wall_ns();
+
+		dst->i_mtime = now;
+		dst->i_ctime = now;
+		error = sx_inode_log(tp, dst);
+	}
 	error = sx_reflink_trans_end(dst, src, tp, error);
 	if (error)
 		goto out_unlock;

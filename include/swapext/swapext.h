@@ -259,6 +259,119 @@ SX_API int sx_clone_range(struct sx_mount *mp, int dst_fd, u64 dst_off, int src_
  */
 SX_API int sx_swap_file_range(struct sx_mount *mp, int fd2, struct file_swap_range *fsr);
 
+/*
+ * Atomic file update: rewrite any part of a file, or all of it, or change
+ * its size, so that the file shows either all of its old contents or all
+ * of the new, after a crash too, and so that an update lost to a
+ * concurrent change is refused instead of silently undoing that change.
+ *
+ *	struct sx_update upd;
+ *
+ *	sx_update_start(mp, fd, &upd);		(upd.su_fd_tmp: a clone of fd)
+ *	sx_pwrite(mp, upd.su_fd_tmp, ...);	(any writes, truncates, ...)
+ *	sx_update_commit(mp, &upd, 0);		(or sx_update_cancel())
+ *
+ * Start makes a file with no name (sx_open_tmpfile()), shares all of the
+ * original's blocks with it (sx_clone(), so no data is copied) and records
+ * the original's inode number, mtime and ctime to the nanosecond.  The
+ * caller changes the clone as it likes; the original does not see it
+ * (writes to shared blocks go to new blocks).  Commit swaps the two files'
+ * contents, from offset 0 to the end of the longer and their sizes too
+ * (FILE_SWAP_RANGE_TO_EOF), with FILE_SWAP_RANGE_FILE2_FRESH checking the
+ * recorded inode number and times under the files' locks.
+ *
+ * Why it is atomic: the swap is one chain of logged intents (the
+ * atomic_swap feature, mkfs -O atomic_swap) that recovery finishes if a
+ * crash cuts it short, and the clone's new data is on the device before
+ * the swap's first log record.  A crash before the swap's first record
+ * leaves the old contents, any later one the new; the clone, which has no
+ * name, is freed by recovery.  Commit does not force the log: sx_fsync()
+ * or sx_sync() afterwards makes the new contents durable.
+ *
+ * What -EBUSY means: the original changed after the update started: a
+ * write, truncate, fallocate, punch, a clone or swap into it, a flag
+ * change, a name given to it or taken from it (link, unlink, rename of it
+ * or over it): anything that sets its mtime or ctime.  Committing would
+ * throw that change away, so the original is left as it is; the update
+ * stays open and the caller cancels it (and may start again).  Times come
+ * from the wall clock in nanoseconds, so a change is missed only if the
+ * clock is set back to within the nanosecond of the recorded time.
+ *
+ * Every function returns 0 or a negative errno.  A zeroed structure is
+ * not an open update.  Only one thread may use an update at a time.
+ */
+struct sx_update {
+	u32	su_magic;		/* SX_UPDATE_MAGIC while open */
+	int	su_fd_orig;		/* the file being updated (the caller's) */
+	int	su_fd_tmp;		/* the clone the caller changes; -1 when closed */
+	u64	su_ino;			/* the original at start: inode number, */
+	s64	su_mtime_ns;		/* mtime and ctime in ns since the epoch */
+	s64	su_ctime_ns;
+	u64	su_tmp_ino;		/* the clone's inode number and generation */
+	u64	su_tmp_gen;
+};
+
+#define SX_UPDATE_MAGIC		0x53585550u	/* "SXUP" */
+
+/* sx_update_active() - true while @upd is started and not yet ended */
+static inline bool sx_update_active(const struct sx_update *upd)
+{
+	return upd && upd->su_magic == SX_UPDATE_MAGIC && upd->su_fd_tmp >= 0;
+}
+
+/* Flags of sx_update_commit(). */
+enum {
+	/*
+	 * Swap with FILE_SWAP_RANGE_NONATOMIC: works without the atomic_swap
+	 * feature, but a crash in the middle may leave the original part old,
+	 * part new.
+	 */
+	SX_UPDATE_NONATOMIC	= (1u << 0),
+};
+#define SX_UPDATE_ALL_FLAGS	(SX_UPDATE_NONATOMIC)
+
+/**
+ * sx_update_start() - begin an atomic update of the open file @fd
+ * @upd:	filled in (whatever it held); upd->su_fd_tmp is the descriptor
+ *		of the clone to change
+ *
+ * Return: 0; -EINVAL (NULL argument), -EBADF, -EIO (shut down), -EROFS,
+ * -EISDIR or -EINVAL (not a regular file), -EPERM (immutable or
+ * append-only: the swap would refuse it), -ETXTBSY (in use as swap),
+ * -EBUSY (the file changed while it was being cloned: start again),
+ * -ENOSPC, -ENOMEM.  On error nothing is left open.
+ */
+SX_API int sx_update_start(struct sx_mount *mp, int fd, struct sx_update *upd);
+
+/**
+ * sx_update_commit() - make the clone's contents and size the original's
+ * @flags:	SX_UPDATE_*
+ *
+ * On success the clone's descriptor is closed and the original's previous
+ * blocks, which the clone now holds, are freed; the update is over.  If
+ * that close fails, its error is returned, but the swap has happened and
+ * the update is over all the same (recovery frees what the close did not).
+ *
+ * Return: 0; -EINVAL (not an open update, or unknown @flags), -EBADF (a
+ * descriptor was closed, or the clone's descriptor now names another
+ * file), -EBUSY (the original changed since sx_update_start(); it is
+ * untouched), -EOPNOTSUPP (atomic without the atomic_swap feature), any
+ * other error of sx_swap_file_range().  On any error but -EINVAL the swap
+ * did not happen and the update stays open, to be committed again or
+ * cancelled.
+ */
+SX_API int sx_update_commit(struct sx_mount *mp, struct sx_update *upd, u32 flags);
+
+/**
+ * sx_update_cancel() - end an update without changing the original: the
+ * clone is closed and freed
+ *
+ * Return: 0, -EINVAL (not an open update), -EBADF (the clone's descriptor
+ * was closed or now names another file, which is left open), or the error
+ * of closing the clone.  The update is over in every case but -EINVAL.
+ */
+SX_API int sx_update_cancel(struct sx_mount *mp, struct sx_update *upd);
+
 /** sx_strerror() - a message for a swapext error (negative errno) */
 SX_API const char *sx_strerror(int error);
 

@@ -536,6 +536,9 @@ static void test_no_atomic_feature(void **state)
 	assert_int_equal(sxs_swap(mp, F[2], 0, F[3], 0, BS, FILE_SWAP_RANGE_FULL_FILES),
 			 -EOPNOTSUPP);
 	verify_all();
+	/* NONATOMIC on files whose forks live in their inode blocks */
+	swapm(F[2], 0, F[3], 0, 1, FILE_SWAP_RANGE_NONATOMIC);
+	verify_all();
 	scenario(FILE_SWAP_RANGE_NONATOMIC, FILE_SWAP_RANGE_NONATOMIC, &got, &glen);
 	free(got);
 }

@@ -359,6 +359,281 @@ static void test_shutdown_recovery(void **state)
 	run_free(&r);
 }
 
+/* A fresh 32 MiB image with 4 KiB blocks and the atomic_swap feature. */
+static void new_atomic_image(void)
+{
+	struct run r;
+
+	unlink(image);
+	run(&r, "mkfs -b 4k -s 32m -O atomic_swap '%s'", image);
+	assert_int_equal(r.status, 0);
+	run_free(&r);
+}
+
+/* `check IMAGE` passes. */
+static void assert_check_ok(void)
+{
+	struct run r;
+
+	run(&r, "check '%s'", image);
+	if (r.status != 0)
+		fail_msg("check failed:\n%s%s", r.out, r.err);
+	run_free(&r);
+}
+
+/*
+ * startupdate, writes and a truncate to the clone, commitupdate: the file
+ * gets the new contents and size; before the commit it is unchanged and
+ * the clone is a nameless file; the next run sees the update.
+ */
+static void test_update_commit(void **state)
+{
+	struct run r;
+
+	new_atomic_image();
+	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
+		"-c 'pwrite -S 0x62 4k 4k' -c 'truncate 20000' -c 'md5' -c 'stat' "
+		"-c 'open a' -c 'md5' -c 'close' -c 'commitupdate' -c 'md5' -c 'stat' -c 'ls'",
+	    image);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.err[0], '\0');
+	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a (update)\n");
+	assert_has(r.out, "fd.path = \"a (update)\"\nstat.ino");
+	assert_has(r.out, "stat.nlink = 0\n");
+	/* the original, opened again while the update is open: still the old data */
+	assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
+	/* after the commit the current file is the original, with the new data */
+	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\nfd.path = \"a\"\n");
+	assert_has(r.out, "stat.size = 20000\n");
+	assert_null(strstr(r.out, "(update)\"\nstat.ino = 1029"));
+	run_free(&r);
+
+	/* a shrinking update, and the result persists */
+	run(&r, "io '%s' -c 'open a' -c 'startupdate' -c 'truncate 6000' -c 'commitupdate' "
+		"-c 'stat'", image);
+	assert_int_equal(r.status, 0);
+	assert_has(r.out, "stat.size = 6000\n");
+	run_free(&r);
+	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'ls'", image);
+	assert_int_equal(r.status, 0);
+	assert_has(r.out, "96a7a21a159d8694116eb94ca2d0d03d  a\n");
+	assert_string_equal(strstr(r.out, "\n") + 1, "1029 a\n");	/* no other file */
+	run_free(&r);
+	assert_check_ok();
+}
+
+/*
+ * A change to the original after startupdate: commitupdate fails with
+ * EBUSY and the original keeps that change and nothing of the clone's.
+ */
+static void test_update_busy(void **state)
+{
+	struct run r;
+
+	new_atomic_image();
+	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
+		"-c 'pwrite -S 0x63 0 16k' -c 'open a' -c 'pwrite -S 0x62 4k 4k' "
+		"-c 'truncate 20000' -c 'commitupdate' -c 'ls'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: commitupdate: Device or resource busy\n");
+	assert_null(strstr(r.out, "1029 a"));		/* ls did not run */
+	run_free(&r);
+	run(&r, "io '%s' -c 'open a' -c 'md5'", image);
+	assert_int_equal(r.status, 0);
+	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\n");
+	run_free(&r);
+	/* the clone was freed at the end of the run: nothing leaked */
+	assert_check_ok();
+
+	/* a clone into the original is a change too */
+	run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x64 0 4k' -c 'open a' -c 'startupdate' "
+		"-c 'open a' -c 'clonerange s 0 0 4k' -c 'commitupdate'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: commitupdate: Device or resource busy\n");
+	run_free(&r);
+	assert_check_ok();
+}
+
+/* cancelupdate: the original as it was, the clone gone. */
+static void test_update_cancel(void **state)
+{
+	struct run r;
+
+	new_atomic_image();
+	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
+		"-c 'pwrite -S 0x62 0 64k' -c 'cancelupdate' -c 'md5' -c 'stat'", image);
+	assert_int_equal(r.status, 0);
+	assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
+	assert_has(r.out, "fd.path = \"a\"\n");
+	assert_has(r.out, "stat.size = 16384\n");
+	assert_has(r.out, "stat.blocks = 4\n");
+	run_free(&r);
+	assert_check_ok();
+}
+
+/* The update commands' errors, each stopping the run with status 1. */
+static void test_update_errors(void **state)
+{
+	static const struct {
+		const char *cmds, *err;
+	} cases[] = {
+		{ "-c 'commitupdate'", "swapext: commitupdate: Invalid argument\n" },
+		{ "-c 'cancelupdate'", "swapext: cancelupdate: Invalid argument\n" },
+		{ "-c 'startupdate'", "swapext: startupdate: Bad file descriptor\n" },
+		{ "-c 'open a' -c 'startupdate' -c 'startupdate'",
+		  "swapext: startupdate: Device or resource busy\n" },
+		{ "-c 'open a' -c 'startupdate' -c 'close'",
+		  "swapext: close: Device or resource busy\n" },
+		{ "-c 'open a' -c 'startupdate' -c 'open a' -c 'close' -c 'close'",
+		  "swapext: close: Device or resource busy\n" },
+		{ "-c 'open a' -c 'startupdate' -c 'commitupdate -x'",
+		  "swapext: commitupdate: Invalid argument\n" },
+		{ "-c 'open a' -c 'startupdate' -c 'commitupdate -n -n'",
+		  "swapext: commitupdate: usage: commitupdate [-n]\n" },
+		{ "-c 'open a' -c 'startupdate' -c 'commitupdate' -c 'commitupdate'",
+		  "swapext: commitupdate: Invalid argument\n" },
+	};
+	struct run r;
+	size_t i;
+
+	new_image();		/* no atomic_swap: commitupdate needs -n */
+	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k'", image);
+	assert_int_equal(r.status, 0);
+	run_free(&r);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *cmds = cases[i].cmds;
+		char fixed[512];
+
+		/* a plain commit needs atomic_swap; -n does not */
+		if (strstr(cmds, "-c 'commitupdate' -c 'commitupdate'")) {
+			snprintf(fixed, sizeof(fixed), "-c 'open a' -c 'startupdate' "
+				 "-c 'commitupdate -n' -c 'commitupdate -n'");
+			cmds = fixed;
+		}
+		run(&r, "io '%s' %s", image, cmds);
+		assert_int_equal(r.status, 1);
+		if (strcmp(r.err, cases[i].err))
+			fail_msg("%s: expected \"%s\", got \"%s\"", cmds, cases[i].err, r.err);
+		run_free(&r);
+	}
+	run(&r, "io '%s' -c 'open a' -c 'startupdate' -c 'pwrite -S 0x62 0 4k' "
+		"-c 'commitupdate'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: commitupdate: Operation not supported\n");
+	run_free(&r);
+	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'startupdate' -c 'pwrite -S 0x62 4k 4k' "
+		"-c 'truncate 20000' -c 'commitupdate -n' -c 'md5'", image);
+	assert_int_equal(r.status, 0);
+	assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
+	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\n");
+	run_free(&r);
+	assert_check_ok();
+}
+
+/* The digest md5 printed for @name in @out, or "" (a static buffer). */
+static const char *md5_in(const char *out, const char *name)
+{
+	static char d[2][33];
+	static int k;
+	char pat[64];
+	const char *p;
+
+	k ^= 1;
+	d[k][0] = '\0';
+	snprintf(pat, sizeof(pat), "  %s\n", name);
+	for (p = strstr(out, pat); p; p = strstr(p + 1, pat))
+		if (p - out >= 32 && (p - out == 32 || p[-33] == '\n')) {
+			memcpy(d[k], p - 32, 32);
+			d[k][32] = '\0';
+		}
+	return d[k];
+}
+
+/*
+ * swaprange -x N: the power is cut after the N-th device write of an
+ * atomic swap of two fragmented files (64 extents each, every block its
+ * own byte).  The next run's mount recovers the log: both files are all
+ * old or all new, and the image checks clean, at cut points spread over
+ * the whole swap.
+ */
+static void test_swaprange_cut(void **state)
+{
+	char cmds[8192], base[1200], cmd[2600];
+	char old_a[33], old_b[33];
+	const char *p;
+	struct run r;
+	unsigned long total, n, step, nold = 0, nnew = 0;
+	size_t len = 0;
+	int i;
+
+	new_atomic_image();
+	run(&r, "io '%s' -c 'create a' -c 'create b'", image);
+	assert_int_equal(r.status, 0);
+	run_free(&r);
+	/* blocks of a and b alternate on the device: 64 extents each */
+	for (i = 0; i < 64; i++) {
+		len += snprintf(cmds + len, sizeof(cmds) - len,
+				" -c 'open a' -c 'pwrite -S %d %dk 4k' -c 'close'"
+				" -c 'open b' -c 'pwrite -S %d %dk 4k' -c 'close'",
+				i + 1, 4 * i, 128 + i, 4 * i);
+		if (i % 8 == 7) {
+			run(&r, "io '%s' %s", image, cmds);
+			assert_int_equal(r.status, 0);
+			run_free(&r);
+			len = 0;
+		}
+	}
+	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'bmap' -c 'open b' -c 'md5'", image);
+	assert_int_equal(r.status, 0);
+	assert_has(r.out, "\t63: [504..511]: ");
+	snprintf(old_a, sizeof(old_a), "%s", md5_in(r.out, "a"));
+	snprintf(old_b, sizeof(old_b), "%s", md5_in(r.out, "b"));
+	assert_int_equal(strlen(old_a), 32);
+	assert_true(strcmp(old_a, old_b) != 0);
+	run_free(&r);
+	snprintf(base, sizeof(base), "%s.base", image);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", image, base);
+	assert_int_equal(system(cmd), 0);
+
+	/* how many writes the whole swap takes (the cut comes after it) */
+	run(&r, "io '%s' -c 'open b' -c 'swaprange -x 1000000 a'", image);
+	assert_int_equal(r.status, 0);
+	p = strstr(r.out, "swaprange: done in ");
+	assert_non_null(p);
+	total = strtoul(p + strlen("swaprange: done in "), NULL, 10);
+	assert_true(total > 1);
+	run_free(&r);
+
+	step = total > 40 ? total / 40 : 1;
+	for (n = 1; n < total; n += step) {
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", base, image);
+		assert_int_equal(system(cmd), 0);
+		run(&r, "io '%s' -c 'open b' -c 'swaprange -x %lu a' -c 'stat'", image, n);
+		assert_has(r.out, "swaprange: power cut after write");
+		/* the device is dead: the command after the cut fails */
+		assert_int_equal(r.status, 1);
+		assert_has(r.err, "swapext: stat: Input/output error\n");
+		assert_null(strstr(r.out, "stat.size"));
+		run_free(&r);
+		run(&r, "io '%s' -c 'open a' -c 'md5' -c 'open b' -c 'md5'", image);
+		assert_int_equal(r.status, 0);
+		if (!strcmp(md5_in(r.out, "a"), old_a) && !strcmp(md5_in(r.out, "b"), old_b))
+			nold++;
+		else if (!strcmp(md5_in(r.out, "a"), old_b) && !strcmp(md5_in(r.out, "b"), old_a))
+			nnew++;
+		else
+			fail_msg("cut after write %lu of %lu: a %s, b %s: neither old nor new",
+				 n, total, md5_in(r.out, "a"), md5_in(r.out, "b"));
+		run_free(&r);
+		assert_check_ok();
+	}
+	if (getenv("SX_TEST_VERBOSE"))
+		fprintf(stderr, "swap of %lu writes: %lu cuts old, %lu new\n", total, nold, nnew);
+	/* the swap's intent is durable before its last write: some cut shows it done */
+	assert_true(nnew > 0);
+	unlink(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +643,11 @@ int main(void)
 		cmocka_unit_test(test_clone),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_shutdown_recovery),
+		cmocka_unit_test(test_update_commit),
+		cmocka_unit_test(test_update_busy),
+		cmocka_unit_test(test_update_cancel),
+		cmocka_unit_test(test_update_errors),
+		cmocka_unit_test(test_swaprange_cut),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

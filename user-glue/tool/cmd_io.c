@@ -28,6 +28,8 @@ struct io_state {
 	int		s_cur;			/* index into s_files, or -1 */
 	bool		s_shutdown;
 	struct sx_crashdev *s_cd;		/* the image is opened through it (-x) */
+	struct sx_update s_upd;			/* startupdate's, while s_updating */
+	bool		s_updating;
 };
 
 /* One command: its name, arguments, and what it does. */
@@ -115,14 +117,39 @@ static int io_rename(struct io_state *s, int argc, char **argv)
 	return sx_rename(s->s_mp, argv[1], argv[2]);
 }
 
-/* close: close the current file; the one opened before it becomes current */
+/* The index in s_files of descriptor @fd, or -1. */
+static int io_find_fd(const struct io_state *s, int fd)
+{
+	int i;
+
+	for (i = 0; i < s->s_nfiles; i++)
+		if (s->s_files[i].f_fd == fd)
+			return i;
+	return -1;
+}
+
+/* Forget entry @i of s_files (its descriptor is closed already). */
+static void io_forget(struct io_state *s, int i)
+{
+	memmove(&s->s_files[i], &s->s_files[i + 1],
+		(size_t)(s->s_nfiles - i - 1) * sizeof(s->s_files[0]));
+	s->s_nfiles--;
+}
+
+/*
+ * close: close the current file; the one opened before it becomes current.
+ * Neither file of an open update may be closed: commitupdate or
+ * cancelupdate ends it first.
+ */
 static int io_close(struct io_state *s, int argc, char **argv)
 {
-	int error = sx_close(s->s_mp, io_fd(s));
+	int error;
 
-	memmove(&s->s_files[s->s_cur], &s->s_files[s->s_cur + 1],
-		(size_t)(s->s_nfiles - s->s_cur - 1) * sizeof(s->s_files[0]));
-	s->s_nfiles--;
+	if (s->s_updating && (io_fd(s) == s->s_upd.su_fd_orig ||
+			      io_fd(s) == s->s_upd.su_fd_tmp))
+		return -EBUSY;
+	error = sx_close(s->s_mp, io_fd(s));
+	io_forget(s, s->s_cur);
 	s->s_cur = s->s_nfiles - 1;
 	return error;
 }
@@ -418,6 +445,83 @@ static int io_swaprange(struct io_state *s, int argc, char **argv)
 	return error;
 }
 
+/*
+ * startupdate: begin an atomic update of the current file.  A nameless
+ * clone of it becomes the current file ("NAME (update)"); the commands
+ * that follow change the clone, the original stays as it is.  One update
+ * at a time (-EBUSY).
+ */
+static int io_startupdate(struct io_state *s, int argc, char **argv)
+{
+	char name[sizeof(s->s_files[0].f_name)];
+	int orig = s->s_cur, error;
+
+	if (s->s_updating)
+		return -EBUSY;
+	if (s->s_nfiles == IO_MAX_FILES)
+		return -EMFILE;
+	error = sx_update_start(s->s_mp, io_fd(s), &s->s_upd);
+	if (error)
+		return error;
+	snprintf(name, sizeof(name), "%.*s (update)", SX_NAME_MAX, s->s_files[orig].f_name);
+	s->s_updating = true;
+	/* cannot fail: there is a free entry */
+	return io_add_file(s, s->s_upd.su_fd_tmp, name);
+}
+
+/*
+ * The update has ended (the library closed the clone's descriptor @tmp):
+ * forget the clone's entry; the original becomes current.
+ */
+static void io_end_update(struct io_state *s, int tmp, int orig)
+{
+	int i = io_find_fd(s, tmp);
+
+	if (i >= 0)
+		io_forget(s, i);
+	i = io_find_fd(s, orig);
+	s->s_cur = i >= 0 ? i : s->s_nfiles - 1;
+	s->s_updating = false;
+}
+
+/*
+ * commitupdate [-n]: swap the clone's contents and size into the original,
+ * if nothing changed the original since startupdate (else -EBUSY, and the
+ * update stays open until cancelupdate or the end of the run); -n swaps
+ * non-atomically.  The original becomes the current file.
+ */
+static int io_commitupdate(struct io_state *s, int argc, char **argv)
+{
+	u32 flags = 0;
+	int tmp, error;
+
+	if (argc == 2 && !strcmp(argv[1], "-n"))
+		flags |= SX_UPDATE_NONATOMIC;
+	else if (argc != 1)
+		return -EINVAL;
+	if (!s->s_updating)
+		return -EINVAL;
+	tmp = s->s_upd.su_fd_tmp;
+	error = sx_update_commit(s->s_mp, &s->s_upd, flags);
+	if (error && sx_update_active(&s->s_upd))
+		return error;
+	io_end_update(s, tmp, s->s_upd.su_fd_orig);
+	return error;
+}
+
+/* cancelupdate: drop the clone and its changes; the original becomes current. */
+static int io_cancelupdate(struct io_state *s, int argc, char **argv)
+{
+	int tmp, error;
+
+	if (!s->s_updating)
+		return -EINVAL;
+	tmp = s->s_upd.su_fd_tmp;
+	error = sx_update_cancel(s->s_mp, &s->s_upd);
+	io_end_update(s, tmp, s->s_upd.su_fd_orig);
+	return error;
+}
+
 /* Print a timestamp in ns as seconds.nanoseconds. */
 static void io_print_time(const char *what, s64 ns)
 {
@@ -631,6 +735,9 @@ static const struct io_cmd io_cmds[] = {
 	{ "clonerange", 4, 4, true, io_clonerange, "clonerange SRC SRCOFF DSTOFF LEN" },
 	{ "swaprange", 1, 15, true, io_swaprange,
 	  "swaprange [-n] [-f] [-F] [-e] [-s OFF1] [-d OFF2] [-l LEN] [-x N] DONOR" },
+	{ "startupdate", 0, 0, true, io_startupdate, "startupdate" },
+	{ "commitupdate", 0, 1, false, io_commitupdate, "commitupdate [-n]" },
+	{ "cancelupdate", 0, 0, false, io_cancelupdate, "cancelupdate" },
 	{ "stat", 0, 0, true, io_stat, "stat" },
 	{ "bmap", 0, 1, true, io_bmap, "bmap [-v]" },
 	{ "md5", 0, 0, true, io_md5, "md5" },
