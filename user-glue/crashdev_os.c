@@ -443,11 +443,15 @@ static int sx_cd_write(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
 		return error;
 
 	if (cd->cd_hook) {
+		bool dead;
+
 		/* outside the lock: the hook may fork, or arm a cut at this write */
 		pthread_mutex_lock(&cd->cd_lock);
 		seq = cd->cd_stats.cs_writes + 1;
+		dead = cd->cd_stats.cs_dead;
 		pthread_mutex_unlock(&cd->cd_lock);
-		cd->cd_hook(cd->cd_hook_arg, seq);
+		if (!dead)
+			cd->cd_hook(cd->cd_hook_arg, seq);
 	}
 
 	pthread_mutex_lock(&cd->cd_lock);

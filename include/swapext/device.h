@@ -95,7 +95,7 @@ SX_API void sx_crashdev_clear_faults(struct sx_crashdev *cd);
 
 /**
  * sx_crashdev_set_write_hook() - call @fn(@arg, @n) before write number @n
- * is counted or issued (NULL: none)
+ * is counted or issued, while the power is on (NULL: none)
  *
  * For tests that share one run's prefix among many crash points: the hook
  * may fork() and, in the child, arm sx_crashdev_cut_at_write(@n), so that
