@@ -309,8 +309,14 @@ void sx_defer_cancel(struct sx_trans *tp)
 
 /* ------------------------------------------------------------ finishing */
 
-/* The largest intent any registered type logs. */
-static u32 sx_defer_max_intent_bytes(void)
+/*
+ * The largest intent any registered type logs, kept up to date by
+ * (un)registration: every step's reservation needs it, and scanning the
+ * type table each time was a measurable part of a swap step.
+ */
+static u32 sx_defer_max_ibytes;
+
+static void sx_defer_update_max_intent_bytes(void)
 {
 	u32 i, max = 0;
 
@@ -321,7 +327,12 @@ static u32 sx_defer_max_intent_bytes(void)
 			max = sx_max(max, sx_trans_op_bytes(sx_defer_intent_len(ops,
 							ops->do_max_items)));
 	}
-	return max;
+	sx_defer_max_ibytes = max;
+}
+
+static u32 sx_defer_max_intent_bytes(void)
+{
+	return sx_defer_max_ibytes;
 }
 
 u32 sx_defer_step_bytes(const struct sx_mount *mp, const struct sx_defer_ops *ops)
@@ -696,6 +707,7 @@ int sx_defer_register(const struct sx_defer_ops *ops)
 		return error;
 	}
 	dt->dt_ops = ops;
+	sx_defer_update_max_intent_bytes();
 	return 0;
 }
 
@@ -711,6 +723,7 @@ void sx_defer_unregister(const struct sx_defer_ops *ops)
 	sx_item_unregister(&dt->dt_done);
 	sx_item_unregister(&dt->dt_intent);
 	dt->dt_ops = NULL;
+	sx_defer_update_max_intent_bytes();
 }
 
 void sx_defer_get_stats(struct sx_mount *mp, struct sx_defer_stats *st)

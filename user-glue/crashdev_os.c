@@ -71,6 +71,8 @@ struct sx_crashdev {
 	enum sx_crash_mode cd_cut_mode;
 	struct sx_cd_fault cd_fault[3];	/* by enum sx_io_kind */
 	struct sx_crashdev_stats cd_stats;
+	void		(*cd_hook)(void *arg, u64 n);	/* before write n */
+	void		*cd_hook_arg;
 };
 
 /* Next value of the splitmix64 generator. */
@@ -440,6 +442,18 @@ static int sx_cd_write(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
 	if (error || !len)
 		return error;
 
+	if (cd->cd_hook) {
+		bool dead;
+
+		/* outside the lock: the hook may fork, or arm a cut at this write */
+		pthread_mutex_lock(&cd->cd_lock);
+		seq = cd->cd_stats.cs_writes + 1;
+		dead = cd->cd_stats.cs_dead;
+		pthread_mutex_unlock(&cd->cd_lock);
+		if (!dead)
+			cd->cd_hook(cd->cd_hook_arg, seq);
+	}
+
 	pthread_mutex_lock(&cd->cd_lock);
 	if (cd->cd_stats.cs_dead) {
 		error = -EIO;
@@ -646,6 +660,15 @@ void sx_crashdev_clear_faults(struct sx_crashdev *cd)
 }
 
 /* Copy the counters. */
+void sx_crashdev_set_write_hook(struct sx_crashdev *cd, void (*fn)(void *arg, u64 n),
+				void *arg)
+{
+	pthread_mutex_lock(&cd->cd_lock);
+	cd->cd_hook = fn;
+	cd->cd_hook_arg = arg;
+	pthread_mutex_unlock(&cd->cd_lock);
+}
+
 void sx_crashdev_get_stats(struct sx_crashdev *cd, struct sx_crashdev_stats *st)
 {
 	pthread_mutex_lock(&cd->cd_lock);

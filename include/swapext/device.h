@@ -93,6 +93,18 @@ SX_API void sx_crashdev_fail(struct sx_crashdev *cd, enum sx_io_kind kind, u64 n
 /** sx_crashdev_clear_faults() - disarm every injected I/O error */
 SX_API void sx_crashdev_clear_faults(struct sx_crashdev *cd);
 
+/**
+ * sx_crashdev_set_write_hook() - call @fn(@arg, @n) before write number @n
+ * is counted or issued, while the power is on (NULL: none)
+ *
+ * For tests that share one run's prefix among many crash points: the hook
+ * may fork() and, in the child, arm sx_crashdev_cut_at_write(@n), so that
+ * every child is the same run cut at a different write.  The hook runs
+ * without the device's lock, and @n is exact only while one thread writes.
+ */
+SX_API void sx_crashdev_set_write_hook(struct sx_crashdev *cd, void (*fn)(void *arg, u64 n),
+				       void *arg);
+
 /** sx_crashdev_get_stats() - copy the counters */
 SX_API void sx_crashdev_get_stats(struct sx_crashdev *cd, struct sx_crashdev_stats *st);
 

@@ -51,27 +51,28 @@ _Static_assert(offsetof(struct file_swap_range, pad) == 72, "fsr layout");
 _Static_assert(sizeof(struct file_swap_range) == 120, "fsr size");
 
 /*
- * Atomic swap operations are not required.  This relaxes the requirement that
- * the filesystem must be able to complete the operation after a crash.
+ * The caller does not need the swap to survive a crash whole: the
+ * filesystem may leave it partly done after a power loss.
  */
 #define FILE_SWAP_RANGE_NONATOMIC	(1ULL << 0)
 
 /*
- * Check file2's inode number, mtime, and ctime against the values provided,
- * and return -EBUSY if there isn't an exact match.
+ * Refuse with -EBUSY unless file2 still has the inode number, mtime and
+ * ctime (seconds and nanoseconds) given in file2_ino and file2_[mc]time*.
  */
 #define FILE_SWAP_RANGE_FILE2_FRESH	(1ULL << 1)
 
 /*
- * Check that the offsets are zero and that length equals the size of both
- * files.  Returns -EDOM if there isn't an exact match.
+ * The request must cover both files whole: offsets 0 and a length equal
+ * to both sizes, else -EDOM.
  */
 #define FILE_SWAP_RANGE_FULL_FILES	(1ULL << 2)
 
 /*
- * Swap file data all the way to the ends of both files, and then swap the file
- * sizes.  This flag can be used to replace a file's contents with a different
- * amount of data.  length will be ignored.
+ * Swap from the offsets to the end of each file and exchange what lies past
+ * the offsets in size too, so a file's contents can be replaced by more or
+ * less data.  The given length is not used; on return it holds the length
+ * that was swapped.
  */
 #define FILE_SWAP_RANGE_TO_EOF		(1ULL << 3)
 

@@ -46,6 +46,8 @@ struct sx_bdev *sxt_memfs(u64 size, u32 blocksize, u32 logblocks);
 struct sx_bdev *sxt_bdev_copy(struct sx_bdev *src);
 /* sxt_bdev_equal() - true if two devices hold the same bytes */
 bool sxt_bdev_equal(struct sx_bdev *a, struct sx_bdev *b);
+/* sxt_bdev_digest() - a 64-bit digest of a device's bytes (to see it did not change) */
+u64 sxt_bdev_digest(struct sx_bdev *bd);
 /* sxt_bdev_poke() - overwrite @len bytes at @off of a device */
 void sxt_bdev_poke(struct sx_bdev *bd, u64 off, const void *buf, u32 len);
 void sxt_bdev_peek(struct sx_bdev *bd, u64 off, void *buf, u32 len);

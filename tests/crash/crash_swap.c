@@ -2,23 +2,28 @@
 /*
  * Crash tests of swap_file_range on the store.
  *
- * Two files of tagged blocks (every block says which file and block it
- * came from; holes and unwritten extents between them) go through a
- * sequence of atomic swaps with a sync after each: whole ranges of two
- * files, two ranges of one file, TO_EOF with unequal offsets, on a
- * crash-emulating device.  The power is cut at every 4th device write
- * (every write with SX_CRASH_LEVEL=long, every 16th with quick), with
- * the volatile writes kept, dropped or torn.  After recovery each swap is
- * all old or all new: both files, block by block and in size, equal the
- * model after some number k of the swaps, k between the last durable and
- * the last committed swap.  The checker is clean (block ownership, block
- * counts and refcounts exact, no unfinished intent) and a second recovery
- * changes nothing.
+ * Each case builds files of tagged blocks (every block says which file and
+ * block it came from; holes between them), then runs a sequence of atomic
+ * swaps, with a sync after each, on a crash-emulating device.  The
+ * sequence runs once; before each chosen device write the run forks
+ * (tests/common/sxfork.h) and the child is the same run with the power cut
+ * at that write, the volatile writes kept, dropped or torn.  After recovery
+ * each swap is all old or all new: every file, block by block and in size,
+ * equals the model after some number k of the swaps, k between the last
+ * durable and the last started swap.  The checker is clean (block
+ * ownership, block counts and refcounts exact, no unfinished intent) and a
+ * second recovery changes nothing.
  *
- * A larger swap (1,200 extents each side, a small log so that the chain
- * checkpoints as it goes) is cut at sampled writes.  SX_CRASH_LEVEL=long
- * swaps 100,000 extents each side at 1,000 sampled cuts and prints the
- * throughput of the uncut swap.
+ * The cases, as the issue lists them: one extent; 64 extents with holes;
+ * TO_EOF with unequal sizes and offsets; shared (cloned) extents; two
+ * ranges of one file; a swap across the inline/B+tree boundary of both
+ * forks; a mixed sequence of all of these; a 1,200-extent swap on a small
+ * log (the chain checkpoints as it goes); and a 100,000-extent swap cut at
+ * sampled writes.  Small cases are cut at every write in all three modes,
+ * the mixed sequence at every write in one mode (modes in turn), the large
+ * ones at sampled writes.  SX_CRASH_LEVEL=quick samples, long cuts every
+ * write in every mode and the 100,000-extent swap at 1,000 writes.
+ * SX_SWAP_CASES=name,name runs only those cases.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,60 +31,64 @@
 #include <string.h>
 #include <time.h>
 #include "sxswap.h"
+#include "sxfork.h"
 #include "defer.h"
+#include "inode.h"
+#include "file.h"
+#include "fork.h"
+#include "bmap.h"
 
 #define BS		1024u
+#define NF		3		/* files a, b, c */
 #define MAXOPS		4
+
+/* One swap of a sequence. */
+struct sop {
+	int	f1, f2;		/* files: 0 = a, 1 = b, 2 = c */
+	u64	o1, o2, n;	/* blocks; n 0: TO_EOF */
+};
 
 struct cfg {
 	const char	*name;
 	u64		img;		/* bytes */
 	u32		logblocks;
-	u64		nblk;		/* blocks of each file */
-	u32		holes;		/* every holes-th block is a hole */
+	void		(*build)(const struct cfg *c, struct sx_mount *mp);
+	u64		nblk;		/* blocks of a and b */
+	u32		holes;		/* build_interleaved: every holes-th block a hole */
+	const struct sop *ops;
 	int		nops;
-	u64		samples;	/* crash points sampled (0: every write) */
-};
-
-/* One swap of the sequence. */
-struct sop {
-	int	f1, f2;		/* files: 0 = a, 1 = b */
-	u64	o1, o2, n;	/* blocks; n 0: TO_EOF */
-};
-
-static const struct sop ops_small[MAXOPS] = {
-	{ 0, 1, 0, 0, 0 },		/* whole files; sizes equal: TO_EOF = all */
-	{ 0, 0, 10, 150, 100 },		/* two ranges of one file */
-	{ 0, 1, 20, 50, 0 },		/* TO_EOF, unequal offsets and sizes */
-	{ 1, 0, 5, 5, 200 },
-};
-
-static const struct sop ops_large[MAXOPS] = {
-	{ 0, 1, 0, 0, 0 },
+	/* crash points at each level (quick, normal, long): */
+	u64		step[3];	/* cut every step-th write; 0: sample */
+	u64		samples[3];	/* with step 0: this many writes, evenly spread */
+	u32		modes[3];	/* modes cut at each write: 1 (in turn) or 3 */
 };
 
 /* The model after each swap, and what the run reached. */
 struct run {
-	struct sxs_file	*m[MAXOPS + 1][2];
+	struct sxs_file	*m[MAXOPS + 1][NF];
+	int		nfiles;
 	int		ncommitted;	/* swaps that returned */
+	int		nstarted;	/* swaps begun */
 	int		ndurable;	/* swaps known durable (synced) */
 	int		error;
 };
 
+static const char *const names[NF] = { "a", "b", "c" };
+static struct sxs_file *init_model[NF];
+static int nfiles;
 static u64 passed, failed, crash_points;
-static struct sx_bdev *pristine;
-static struct sxs_file *init_model[2];
-static const char *const names[2] = { "a", "b" };
+static int level = 1;
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
+/* A failed check: say what, and return -1 from the checking function. */
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "FAIL ");			\
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			return -1;					\
+		}							\
+	} while (0)
 
 static double now_s(void)
 {
@@ -89,83 +98,201 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The pristine image: both files written block by block, interleaved, with holes. */
-static void make_pristine(const struct cfg *c)
+static void new_files(struct sx_mount *mp, int n, u64 nblk)
 {
-	struct sx_mount *mp;
+	int f;
+
+	nfiles = n;
+	for (f = 0; f < n; f++) {
+		init_model[f] = sxs_file_new(2 * nblk);
+		VERIFY(sx_create(mp, names[f], 0644, &init_model[f]->sf_fd) == 0);
+	}
+}
+
+/* Set file @f's size (file and model); blocks past it read as holes. */
+static void set_size(struct sx_mount *mp, int f, u64 size)
+{
+	u64 i;
+
+	VERIFY(sx_truncate(mp, init_model[f]->sf_fd, size) == 0);
+	init_model[f]->sf_size = size;
+	for (i = sx_howmany(size, BS); i < init_model[f]->sf_nblk; i++)
+		init_model[f]->sf_tag[i] = 0;
+}
+
+/*
+ * a and b written block by block, interleaved so that no two blocks of a
+ * file are adjacent on disk, every holes-th block a hole (a and b out of
+ * step); b is 7 blocks and 300 bytes shorter, so TO_EOF swaps change both
+ * sizes and one EOF block is partial.
+ */
+static void build_interleaved(const struct cfg *c, struct sx_mount *mp)
+{
 	u64 i;
 	int f;
 
-	pristine = sxs_mkimg(c->img, BS, c->logblocks, true);
-	VERIFY(sx_mount(pristine, NULL, &mp) == 0);
-	for (f = 0; f < 2; f++) {
-		init_model[f] = sxs_file_new(2 * c->nblk);
-		VERIFY(sx_create(mp, names[f], 0644, &init_model[f]->sf_fd) == 0);
-	}
+	new_files(mp, 2, c->nblk);
 	for (i = 0; i < c->nblk; i++)
 		for (f = 0; f < 2; f++)
 			if ((i + f) % c->holes)
 				VERIFY(sxs_write(mp, BS, init_model[f], i,
 						 sxs_tag((u32)f, i, 1)) == 0);
-	/* b is shorter: TO_EOF swaps change both sizes */
-	for (f = 0; f < 2; f++) {
-		u64 size = (c->nblk - 7 * f) * BS - (f ? 300 : 0);
+	for (f = 0; f < 2; f++)
+		set_size(mp, f, (c->nblk - 7 * f) * BS - (f ? 300 : 0));
+}
 
-		VERIFY(sx_truncate(mp, init_model[f]->sf_fd, size) == 0);
-		init_model[f]->sf_size = size;
-		for (i = sx_howmany(size, BS); i < 2 * c->nblk; i++)
-			init_model[f]->sf_tag[i] = 0;
+/* a and b each one extent: written one file after the other. */
+static void build_one_extent(const struct cfg *c, struct sx_mount *mp)
+{
+	u64 i;
+	int f;
+
+	new_files(mp, 2, c->nblk);
+	for (f = 0; f < 2; f++)
+		for (i = 0; i < c->nblk; i++)
+			VERIFY(sxs_write(mp, BS, init_model[f], i, sxs_tag((u32)f, i, 1)) == 0);
+}
+
+/*
+ * Shared extents: interleaved a and b, then c a clone of all of a, and a
+ * range of a cloned over part of b; the swaps then move blocks with
+ * refcount 2 and 3 between files, and c (sharing them) must not change.
+ */
+static void build_shared(const struct cfg *c, struct sx_mount *mp)
+{
+	struct sxs_file *a, *b, *cc;
+	int fd;
+
+	build_interleaved(c, mp);
+	a = init_model[0];
+	b = init_model[1];
+	nfiles = 3;
+	cc = init_model[2] = sxs_file_new(2 * c->nblk);
+	VERIFY(sx_create(mp, names[2], 0644, &fd) == 0);
+	cc->sf_fd = fd;
+	VERIFY(sx_clone(mp, fd, a->sf_fd) == 0);
+	sxs_file_copy(cc, a);
+	VERIFY(sx_clone_range(mp, b->sf_fd, 40 * BS, a->sf_fd, 10 * BS, 20 * BS) == 0);
+	memcpy(&b->sf_tag[40], &a->sf_tag[10], 20 * sizeof(u64));
+}
+
+/*
+ * The inline/B+tree boundary: a has a third of what the inline area holds
+ * (inline), b three times as many (a B+tree); the whole-file swap turns a
+ * into a B+tree and b back inline.
+ */
+static u32 inline_max;
+
+static void build_boundary(const struct cfg *c, struct sx_mount *mp)
+{
+	u64 i, na, nb;
+	int f;
+
+	inline_max = sx_fork_inline_max(mp, &sx_bmap_fork_ops);
+	na = inline_max / 3;
+	nb = 3 * inline_max;
+	VERIFY(2 * nb <= c->nblk);
+	new_files(mp, 2, c->nblk);
+	for (i = 0; i < 2 * nb; i += 2)
+		for (f = 0; f < 2; f++)
+			if (i / 2 < (f ? nb : na))
+				VERIFY(sxs_write(mp, BS, init_model[f], i + (u64)f,
+						 sxs_tag((u32)f, i + (u64)f, 1)) == 0);
+	for (f = 0; f < 2; f++)
+		set_size(mp, f, 2 * nb * BS);
+}
+
+/* Is @name's fork a B+tree?  (Checks that the boundary case crosses it.) */
+static bool is_btree(struct sx_mount *mp, const char *name)
+{
+	struct sx_inode *ip;
+	bool bt;
+	int fd;
+
+	VERIFY(sx_open(mp, name, &fd) == 0);
+	VERIFY(sx_fd_get(mp, fd, &ip) == 0);
+	bt = ip->i_blevel > 0;
+	sx_irele(ip);
+	sx_close(mp, fd);
+	return bt;
+}
+
+static struct sx_bdev *make_pristine(const struct cfg *c)
+{
+	struct sx_bdev *bd = sxs_mkimg(c->img, BS, c->logblocks, true);
+	struct sx_mount *mp;
+	int f;
+
+	VERIFY(sx_mount(bd, NULL, &mp) == 0);
+	c->build(c, mp);
+	for (f = 0; f < nfiles; f++)
 		sx_close(mp, init_model[f]->sf_fd);
-	}
 	VERIFY(sx_unmount(mp) == 0);
+	return bd;
 }
 
 /* Apply swap @op to the models (as the engine does it, TO_EOF sizes too). */
 static void model_op(const struct sop *op, struct sxs_file **m)
 {
 	struct sxs_file *f1 = m[op->f1], *f2 = m[op->f2];
-	u64 n = op->n;
 
-	if (n == 0) {
+	if (op->n == 0) {
 		u64 s1 = f1->sf_size, s2 = f2->sf_size;
 		u64 len = sx_max(s1 - op->o1 * BS, s2 - op->o2 * BS);
 
-		n = sx_howmany(len, BS);
-		sxs_model_swap(f1, op->o1, f2, op->o2, n);
+		sxs_model_swap(f1, op->o1, f2, op->o2, sx_howmany(len, BS));
 		f1->sf_size = op->o1 * BS + (s2 - op->o2 * BS);
 		f2->sf_size = op->o2 * BS + (s1 - op->o1 * BS);
 		return;
 	}
-	sxs_model_swap(f1, op->o1, f2, op->o2, n);
+	sxs_model_swap(f1, op->o1, f2, op->o2, op->n);
+}
+
+/* The extents (fiemap records) of [@off, +@len) of @fd: what a swap of it moves. */
+static u64 count_extents(struct sx_mount *mp, int fd, u64 off, u64 len)
+{
+	struct sx_extent ext[256];
+	u64 n = 0, end = off + len;
+	u32 got;
+
+	while (off < end) {
+		VERIFY(sx_fiemap(mp, fd, off, end - off, ext, 256, &got) == 0);
+		if (!got)
+			break;
+		n += got;
+		off = ext[got - 1].ex_off + ext[got - 1].ex_len;
+	}
+	return n;
 }
 
 /* Run the swaps on @bd, recording the models; @stats: print figures. */
-static void workload(const struct cfg *c, const struct sop *ops, struct sx_bdev *bd,
-		     struct run *r, bool stats)
+static void workload(const struct cfg *c, struct sx_bdev *bd, struct run *r, bool stats)
 {
 	struct sx_mount *mp;
-	int fd[2], i, f, error;
+	int fd[NF], i, f, error;
 
-	r->ncommitted = r->ndurable = 0;
+	r->ncommitted = r->nstarted = r->ndurable = 0;
+	r->nfiles = nfiles;
 	r->error = 0;
-	for (f = 0; f < 2; f++)
+	for (f = 0; f < nfiles; f++)
 		sxs_file_copy(r->m[0][f], init_model[f]);
 	r->error = sx_mount(bd, NULL, &mp);
 	if (r->error)
 		return;
-	for (f = 0; f < 2; f++) {
+	for (f = 0; f < nfiles; f++) {
 		fd[f] = -1;
 		if (!r->error)
 			r->error = sx_open(mp, names[f], &fd[f]);
 	}
 	for (i = 0; !r->error && i < c->nops; i++) {
-		const struct sop *op = &ops[i];
+		const struct sop *op = &c->ops[i];
 		struct file_swap_range fsr;
 		struct sx_log_stats l0, l1;
 		struct sx_defer_stats d0, d1;
+		u64 e1 = 0, e2 = 0;
 		double t0;
 
-		for (f = 0; f < 2; f++)
+		for (f = 0; f < nfiles; f++)
 			sxs_file_copy(r->m[i + 1][f], r->m[i][f]);
 		model_op(op, r->m[i + 1]);
 		memset(&fsr, 0, sizeof(fsr));
@@ -175,8 +302,16 @@ static void workload(const struct cfg *c, const struct sop *ops, struct sx_bdev 
 		fsr.length = (s64)(op->n * BS);
 		if (op->n == 0)
 			fsr.flags = FILE_SWAP_RANGE_TO_EOF;
+		if (stats) {
+			u64 len = op->n ? op->n * BS : sx_max(r->m[i][op->f1]->sf_size - op->o1 * BS,
+							      r->m[i][op->f2]->sf_size - op->o2 * BS);
+
+			e1 = count_extents(mp, fd[op->f1], op->o1 * BS, len);
+			e2 = count_extents(mp, fd[op->f2], op->o2 * BS, len);
+		}
 		sx_log_get_stats(mp, &l0);
 		sx_defer_get_stats(mp, &d0);
+		r->nstarted = i + 1;
 		t0 = now_s();
 		error = sx_swap_file_range(mp, fd[op->f2], &fsr);
 		if (error) {
@@ -192,23 +327,23 @@ static void workload(const struct cfg *c, const struct sop *ops, struct sx_bdev 
 		r->ndurable = i + 1;
 		if (stats) {
 			double t = now_s() - t0;
-			u64 ext = c->nblk - c->nblk / c->holes;
+			u64 blocks = sx_howmany((u64)fsr.length, BS);
+			u64 ext = sx_max((e1 + e2) / 2, (u64)1);
 
 			sx_log_get_stats(mp, &l1);
 			sx_defer_get_stats(mp, &d1);
-			printf("%s swap %d: %llu blocks, ~%llu extents each side: %.2f s "
+			printf("%s swap %d: %llu blocks, %llu extents a side on average: %.3f s "
 			       "(%.0f extents/s), %llu transactions (%.2f per extent), "
-			       "%llu log bytes (%.0f per extent), %llu SXI/BUI steps\n",
-			       c->name, i, (unsigned long long)sx_howmany((u64)fsr.length, BS),
-			       (unsigned long long)ext, t, ext / t,
-			       (unsigned long long)(l1.ls_trans - l0.ls_trans),
+			       "%llu log bytes (%.0f per extent), %llu finish steps\n",
+			       c->name, i, (unsigned long long)blocks, (unsigned long long)ext,
+			       t, ext / t, (unsigned long long)(l1.ls_trans - l0.ls_trans),
 			       (double)(l1.ls_trans - l0.ls_trans) / ext,
 			       (unsigned long long)(l1.ls_bytes - l0.ls_bytes),
 			       (double)(l1.ls_bytes - l0.ls_bytes) / ext,
 			       (unsigned long long)(d1.ds_steps - d0.ds_steps));
 		}
 	}
-	for (f = 0; f < 2; f++)
+	for (f = 0; f < nfiles; f++)
 		if (fd[f] >= 0)
 			sx_close(mp, fd[f]);
 	error = sx_unmount(mp);
@@ -216,20 +351,18 @@ static void workload(const struct cfg *c, const struct sop *ops, struct sx_bdev 
 		r->error = error;
 }
 
-/* Both files equal the model after k swaps, for some k in the window. */
+/* Every file equals the model after k swaps, for one k in the window. */
 static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
 {
 	char msg[160], first[200] = "";
-	int fd[2], f, k;
+	int fd[NF], f, k;
 	bool ok = false;
 
-	for (f = 0; f < 2; f++)
-		CHECK(sx_open(mp, names[f], &fd[f]) == 0, "%s: open", what);
-	for (k = r->ndurable; !ok && k <= r->ncommitted + (r->error ? 1 : 0); k++) {
-		if (k > MAXOPS || !r->m[k][0]->sf_nblk)
-			break;
+	for (f = 0; f < r->nfiles; f++)
+		CHECK(sx_open(mp, names[f], &fd[f]) == 0, "%s: open %s", what, names[f]);
+	for (k = r->ndurable; !ok && k <= r->nstarted; k++) {
 		ok = true;
-		for (f = 0; ok && f < 2; f++) {
+		for (f = 0; ok && f < r->nfiles; f++) {
 			r->m[k][f]->sf_fd = fd[f];
 			if (sxs_verify(mp, BS, r->m[k][f], msg, sizeof(msg))) {
 				ok = false;
@@ -239,10 +372,10 @@ static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
 			}
 		}
 	}
-	for (f = 0; f < 2; f++)
+	for (f = 0; f < r->nfiles; f++)
 		sx_close(mp, fd[f]);
-	CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable,
-	      r->ncommitted + 1, first);
+	CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable, r->nstarted,
+	      first);
 	return 0;
 }
 
@@ -262,8 +395,7 @@ static void check_report(void *arg, const char *fmt, ...)
 static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
 	struct sx_mount *mp;
-	struct sx_bdev *once;
-	u64 problems = 0;
+	u64 problems = 0, digest;
 	int error, bad;
 
 	error = sx_mount(bd, NULL, &mp);
@@ -276,94 +408,178 @@ static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const cha
 	error = sx_check(bd, check_report, NULL, &problems);
 	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
 	      (unsigned long long)problems);
-	once = sxt_bdev_copy(bd);
+	digest = sxt_bdev_digest(bd);
 	error = sx_mount(bd, NULL, &mp);
+	if (!error)
+		error = sx_unmount(mp);
 	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
+	error = sxt_bdev_digest(bd) == digest ? 0 : -1;
+	CHECK(error == 0, "%s: second recovery changed the image", what);
 	return 0;
 }
 
-static void crash_at(const struct cfg *c, const struct sop *ops, struct run *r, u64 w,
-		     enum sx_crash_mode mode)
+static void tally(int error)
 {
-	static const char *const mnames[] = { "keep", "drop", "tear", "random" };
-	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
-	struct sx_crashdev *cd;
-	char what[96];
-
-	VERIFY(sx_crashdev_create(img, w * 7 + mode, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
-	workload(c, ops, cbd, r, false);
-	sx_bdev_destroy(cbd);
-	snprintf(what, sizeof(what), "%s write %llu %s", c->name, (unsigned long long)w,
-		 mnames[mode]);
-	crash_points++;
-	if (r->error == 0) {
+	if (error)
 		failed++;
-		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-	} else if (recover_and_verify(img, r, what) == 0) {
+	else
 		passed++;
-	}
-	sx_bdev_destroy(img);
 }
 
-static void run_cfg(const struct cfg *c, const struct sop *ops, u64 step_quick)
+static void run_cfg(const struct cfg *c)
 {
 	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
-	struct sx_bdev *img, *cbd;
+	struct sx_bdev *pristine, *img, *cbd;
 	struct sx_crashdev *cd;
 	struct sx_crashdev_stats st;
+	struct sxf_points pts;
 	struct run r;
-	u64 w, step, first;
+	double t0 = now_s();
+	char what[96];
 	int k, f;
-	u32 m;
 
 	memset(&r, 0, sizeof(r));
-	make_pristine(c);
+	pristine = make_pristine(c);
 	for (k = 0; k <= MAXOPS; k++)
-		for (f = 0; f < 2; f++)
-			r.m[k][f] = sxs_file_new(k <= c->nops ? 2 * c->nblk : 0);
+		for (f = 0; f < NF; f++)
+			r.m[k][f] = sxs_file_new(2 * c->nblk);
 
-	/* the uncut run: how many writes, and it must end clean */
+	/* the uncut run: how many writes, the figures, and it must end clean */
 	img = sxt_bdev_copy(pristine);
 	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
-	workload(c, ops, cbd, &r, true);
+	workload(c, cbd, &r, true);
 	sx_crashdev_get_stats(cd, &st);
 	sx_bdev_destroy(cbd);
 	if (r.error) {
 		failed++;
 		fprintf(stderr, "FAIL %s: the workload failed: %s\n", c->name,
 			sx_strerror(r.error));
-	} else if (recover_and_verify(img, &r, "uncut run") == 0) {
-		passed++;
+	} else {
+		tally(recover_and_verify(img, &r, "uncut run"));
+	}
+	if (c->build == build_boundary) {
+		struct sx_mount *mp;
+		bool ok;
+
+		VERIFY(sx_mount(img, NULL, &mp) == 0);
+		ok = is_btree(mp, "a") && !is_btree(mp, "b");
+		VERIFY(sx_unmount(mp) == 0);
+		if (!ok) {
+			failed++;
+			fprintf(stderr, "FAIL %s: the swap did not cross the inline/B+tree boundary "
+				"(inline area: %u records)\n", c->name, inline_max);
+		}
 	}
 	sx_bdev_destroy(img);
-	first = 1;
-	step = c->samples ? sx_max(st.cs_writes / c->samples, (u64)1) : step_quick;
-	printf("%s: %d swaps, %llu writes, %llu flushes; cutting every %llu\n", c->name,
-	       c->nops, (unsigned long long)st.cs_writes, (unsigned long long)st.cs_flushes,
-	       (unsigned long long)step);
-	for (w = first; w <= st.cs_writes; w += step)
-		for (m = 0; m < 3; m++)
-			crash_at(c, ops, &r, w, modes[(m + w) % 3]);
+
+	/* the same run again, forking a child cut at each chosen write */
+	memset(&pts, 0, sizeof(pts));
+	pts.fp_step = c->step[level];
+	if (!pts.fp_step)
+		pts.fp_step = sx_max(st.cs_writes / c->samples[level], (u64)1);
+	pts.fp_modes = modes;
+	pts.fp_nmodes = 3;
+	pts.fp_per_point = c->modes[level];
+	pts.fp_jobs = sxf_jobs();
+	img = sxt_bdev_copy(pristine);
+	VERIFY(sx_crashdev_create(img, 7, &cbd, &cd) == 0);
+	pts.fp_cd = cd;
+	sxf_arm(&pts);
+	workload(c, cbd, &r, false);
+	sx_bdev_destroy(cbd);
+	if (pts.fp_child) {
+		int error = -1;
+
+		snprintf(what, sizeof(what), "%s write %llu %s", c->name,
+			 (unsigned long long)pts.fp_write, sxf_mode_name(pts.fp_mode));
+		if (r.error == 0)
+			fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
+		else
+			error = recover_and_verify(img, &r, what);
+		sxf_child_done(&pts, error == 0);
+	}
+	sxf_wait_all(&pts);
+	if (r.error) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the second run failed: %s\n", c->name,
+			sx_strerror(r.error));
+	}
+	sx_bdev_destroy(img);
+	passed += pts.fp_passed;
+	failed += pts.fp_failed;
+	crash_points += pts.fp_points;
+	printf("%s: %d swaps, %llu writes, %llu flushes; %llu crash points (every %llu-th "
+	       "write, %u mode%s each), %llu failed, %.1f s\n",
+	       c->name, c->nops, (unsigned long long)st.cs_writes,
+	       (unsigned long long)st.cs_flushes, (unsigned long long)pts.fp_points,
+	       (unsigned long long)pts.fp_step, pts.fp_per_point,
+	       pts.fp_per_point > 1 ? "s" : "", (unsigned long long)pts.fp_failed,
+	       now_s() - t0);
+	fflush(stdout);
+
 	for (k = 0; k <= MAXOPS; k++)
-		for (f = 0; f < 2; f++)
+		for (f = 0; f < NF; f++)
 			sxs_file_free(r.m[k][f]);
-	for (f = 0; f < 2; f++)
+	for (f = 0; f < nfiles; f++)
 		sxs_file_free(init_model[f]);
 	sx_bdev_destroy(pristine);
 }
 
+static const struct sop ops_whole[] = {
+	{ 0, 1, 0, 0, 0 },		/* whole files (TO_EOF) */
+};
+
+static const struct sop ops_holes64[] = {
+	{ 0, 1, 0, 0, 128 },		/* 64 extents of each and the holes between */
+};
+
+static const struct sop ops_eof[] = {
+	{ 0, 1, 20, 50, 0 },		/* TO_EOF, unequal offsets and sizes */
+	{ 1, 0, 3, 3, 0 },
+};
+
+static const struct sop ops_shared[] = {
+	{ 0, 1, 0, 0, 100 },		/* a's shared blocks to b, b's (some shared) to a */
+	{ 2, 1, 5, 35, 30 },		/* c's blocks, shared with b now, into b */
+};
+
+static const struct sop ops_onefile[] = {
+	{ 0, 0, 10, 60, 40 },		/* two ranges of one file */
+	{ 1, 1, 0, 64, 32 },
+};
+
+static const struct sop ops_mixed[] = {
+	{ 0, 1, 0, 0, 0 },
+	{ 0, 0, 10, 150, 100 },
+	{ 0, 1, 20, 50, 0 },
+	{ 1, 0, 5, 5, 200 },
+};
+
 int main(void)
 {
 	const char *lv = getenv("SX_CRASH_LEVEL");
-	int level = 1;
-	struct cfg small = { "small", 32ull << 20, 1024, 300, 5, 4, 0 };
-	struct cfg large = { "large", 64ull << 20, 1024, 1200, 2, 1, 40 };
-	struct cfg huge = { "huge", 1ull << 30, 4096, 200000, 2, 1, 1000 };
+	const char *only = getenv("SX_SWAP_CASES");
+	struct cfg cases[] = {
+		{ "one-extent", 8ull << 20, 1024, build_one_extent, 8, 0, ops_whole, 1,
+		  { 2, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		{ "holes64", 8ull << 20, 1024, build_interleaved, 136, 2, ops_holes64, 1,
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		{ "to-eof", 8ull << 20, 1024, build_interleaved, 100, 5, ops_eof, 2,
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		{ "shared", 8ull << 20, 1024, build_shared, 120, 5, ops_shared, 2,
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		{ "one-file", 8ull << 20, 1024, build_interleaved, 120, 5, ops_onefile, 2,
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		{ "boundary", 8ull << 20, 1024, build_boundary, 0, 2, ops_whole, 1,
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		{ "mixed", 32ull << 20, 1024, build_interleaved, 300, 5, ops_mixed, 4,
+		  { 16, 4, 1 }, { 0 }, { 1, 1, 3 } },
+		{ "large", 64ull << 20, 1024, build_interleaved, 1200, 2, ops_whole, 1,
+		  { 0, 0, 1 }, { 20, 200, 0 }, { 1, 1, 3 } },
+		{ "huge", 0, 4096, build_interleaved, 200000, 2, ops_whole, 1,
+		  { 0, 0, 0 }, { 20, 100, 1000 }, { 1, 1, 1 } },
+	};
+	u32 i;
 
 	if (lv && !strcmp(lv, "quick"))
 		level = 0;
@@ -371,10 +587,17 @@ int main(void)
 		level = 2;
 	sx_thread_enter();
 	sxt_quiet();
-	run_cfg(&small, ops_small, level == 0 ? 16 : level == 1 ? 4 : 1);
-	run_cfg(&large, ops_large, 1);
-	if (level >= 2)
-		run_cfg(&huge, ops_large, 1);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct cfg *c = &cases[i];
+
+		if (only && *only && !strstr(only, c->name))
+			continue;
+		if (c->build == build_boundary)
+			c->nblk = 4096;	/* enough for 3 x the inline area, any block size */
+		if (!c->img)	/* data, two B+trees, the log and slack */
+			c->img = (c->nblk * 2 + c->nblk / 8 + 8192) * (u64)BS + (16ull << 20);
+		run_cfg(c);
+	}
 	printf("crash points: %llu\n", (unsigned long long)crash_points);
 	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
 	       (unsigned long long)failed);

@@ -551,6 +551,52 @@ static void test_cut_at_write_drop(void **state)
 	assert_tags(fx->fx_lower, 0, 16, 1);
 }
 
+/* The write hook: sees each write's number before it is issued, and may cut at it. */
+struct hook_rec {
+	struct sx_crashdev *hr_cd;
+	u64	hr_seen[8];
+	u32	hr_n;
+	u64	hr_cut;		/* arm a cut at this write from the hook */
+};
+
+static void record_hook(void *arg, u64 n)
+{
+	struct hook_rec *hr = arg;
+
+	if (hr->hr_n < 8)
+		hr->hr_seen[hr->hr_n++] = n;
+	if (n == hr->hr_cut)
+		sx_crashdev_cut_at_write(hr->hr_cd, n, SX_CRASH_DROP);
+}
+
+static void test_write_hook(void **state)
+{
+	struct fixture *fx = *state;
+	struct hook_rec hr = { .hr_cd = fx->fx_cd, .hr_cut = 5 };
+	struct sx_crashdev_stats st;
+
+	base_image(fx);				/* write 1, before the hook */
+	sx_crashdev_set_write_hook(fx->fx_cd, record_hook, &hr);
+	assert_int_equal(wr(fx->fx_bd, 0, 1, 2, 0), 0);		/* 2 */
+	assert_int_equal(tag_of(fx->fx_bd, 0), 2);		/* reads do not call it */
+	assert_int_equal(wr(fx->fx_bd, 1, 1, 3, 0), 0);		/* 3 */
+	sx_crashdev_set_write_hook(fx->fx_cd, NULL, NULL);
+	assert_int_equal(wr(fx->fx_bd, 2, 1, 4, 0), 0);		/* 4: no hook */
+	sx_crashdev_set_write_hook(fx->fx_cd, record_hook, &hr);
+	assert_int_equal(wr(fx->fx_bd, 3, 1, 5, 0), -EIO);	/* 5: cut from the hook */
+	assert_int_equal(hr.hr_n, 3);
+	assert_int_equal(hr.hr_seen[0], 2);
+	assert_int_equal(hr.hr_seen[1], 3);
+	assert_int_equal(hr.hr_seen[2], 5);
+	sx_crashdev_get_stats(fx->fx_cd, &st);
+	assert_int_equal(st.cs_writes, 5);
+	/* the cut at write 5, dropping: only the base image survives */
+	assert_tags(fx->fx_lower, 0, 16, 1);
+	/* a dead device issues no writes, so the hook is not called */
+	assert_dead(fx);
+	assert_int_equal(hr.hr_n, 3);
+}
+
 /* With KEEP the in-flight write may land too. */
 static void test_cut_at_write_keep(void **state)
 {
@@ -963,6 +1009,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cut_at_fua_write, setup, teardown),
 		cmocka_unit_test(test_cut_at_write_tear),
 		cmocka_unit_test_setup_teardown(test_cut_at_write_disarm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_hook, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inject_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inject_write, setup, teardown),
