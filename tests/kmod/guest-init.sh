@@ -229,6 +229,26 @@ case "$ver" in
 		else
 			fail "swap-recovered: a $ha, b $hb"
 		fi
+		# Cut late in the chain (commit 150 of about 290): the SXI has
+		# reached the log by then, so recovery must finish the swap.
+		pa=$ha
+		pb=$hb
+		check "swap-arm-late-commit-error" swapext kmod fault trans_commit 150 5
+		out=$(swapext kmod swaprange "$id" "$fb" "$fa" 0 0 $len 2>&1)
+		case "$out" in *"Input/output error"*) pass "swap-cut-late" ;; *) fail "swap-cut-late: $out" ;; esac
+		swapext kmod fault-clear > /dev/null
+		swapext kmod shutdown "$id" > /dev/null 2>&1
+		swapext kmod detach "$id" > /dev/null 2>&1
+		reattach "reattach-after-late-cut"
+		fa=$(swapext kmod open "$id" swapa) && fb=$(swapext kmod open "$id" swapb) &&
+			pass "swap-reopen-late" || fail "swap-reopen-late"
+		ha=$(holds "$id" "$fa")
+		hb=$(holds "$id" "$fb")
+		if [ "$ha" = "$pb" ] && [ "$hb" = "$pa" ]; then
+			pass "swap-late-cut-finished-by-recovery (recovery: ${rec:-0} records)"
+		else
+			fail "swap-late-cut-finished-by-recovery: a $ha, b $hb (before: a $pa, b $pb)"
+		fi
 		;;
 	esac
 	;;
