@@ -34,6 +34,8 @@ int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf)
  * The caller holds @ip's ilock.  Used by truncate/punch and by the freeing
  * of an unlinked inode.
  */
+/** sx_file_trim_eof() - free the blocks mapped past EOF (caller holds the iolock) */
+int sx_file_trim_eof(struct sx_inode *ip);
 int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 nb);
 
 /**

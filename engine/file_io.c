@@ -583,6 +583,26 @@ int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize)
 	return error;
 }
 
+/*
+ * Free whatever a crash left mapped past @ip's EOF block, for a caller
+ * outside the data path holding the iolock exclusive (a swap, whose TO_EOF
+ * ranges reach past EOF).  Nothing mapped there: no transaction.
+ */
+int sx_file_trim_eof(struct sx_inode *ip)
+{
+	struct sx_mount *mp = ip->i_mp;
+	struct sx_io io;
+	u64 first;
+
+	io.io_mp = mp;
+	io.io_ip = ip;
+	io.io_bsize = mp->m_bsize;
+	io.io_blog = mp->m_blog;
+	io.io_buf = NULL;
+	first = sx_io_bup(&io, ip->i_size);
+	return sx_io_free_blocks(&io, first, ~0ull - first);
+}
+
 /* How sx_io_set_size() treats the size. */
 enum sx_io_size {
 	SX_IO_SIZE_KEEP,		/* only the change times */

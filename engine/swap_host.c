@@ -155,6 +155,12 @@ static int sx_shost_flush_range(struct sx_hinode *hi, s64 off, s64 len)
 	return sx_is_shutdown(sx_shost_ip(hi)->i_mp) ? -EIO : 0;
 }
 
+/* Blocks a cut-short truncate left past EOF go before the swap (host.h). */
+static int sx_shost_trim_eof(struct sx_hinode *hi)
+{
+	return sx_file_trim_eof(sx_shost_ip(hi));
+}
+
 /* The mapping at file block @startoff, trimmed to [@startoff, +@blockcount). */
 static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockcount,
 				 struct sx_hmap *map)
@@ -443,6 +449,7 @@ static const struct sx_host_ops sx_store_host_ops = {
 	.ho_flush_range = sx_shost_flush_range,
 	.ho_read_mapping = sx_shost_read_mapping,
 	.ho_max_extents = sx_shost_max_extents,
+	.ho_trim_eof = sx_shost_trim_eof,
 	.ho_trans_alloc = sx_shost_trans_alloc,
 	.ho_trans_roll = sx_shost_trans_roll,
 	.ho_trans_commit = sx_shost_trans_commit,

@@ -381,6 +381,14 @@ int sx_swap_core_range(const struct sx_hfile *file1, const struct sx_hfile *file
 	error = sx_swaprange_algo(h, &fsr, &st1, &st2, &algo);
 	if (error)
 		goto out_unlock;
+	/* no stale block past an EOF may be swapped inside a file's size */
+	if (h->h_ops->ho_trim_eof) {
+		error = h->h_ops->ho_trim_eof(ip1);
+		if (!error && ip2 != ip1)
+			error = h->h_ops->ho_trim_eof(ip2);
+		if (error)
+			goto out_unlock;
+	}
 
 	sx_swaprange_req(file1, file2, &fsr, &st1, &st2, algo, &req);
 	error = sx_swapext_swap(&req);

@@ -189,6 +189,14 @@ struct sx_swapext_intent;
  *			changed in it yet
  * @ho_max_extents:	the most mappings @ip's data fork may hold (-EFBIG
  *			from the estimate beyond it)
+ * @ho_trim_eof:	optional: free whatever @ip maps past its EOF block.
+ *			Called once every check has passed, before the
+ *			estimate.  A host whose files may keep blocks past
+ *			EOF (a truncate cut short by a crash, preallocation)
+ *			needs it: a TO_EOF range reaches past the shorter
+ *			file's EOF, and in one file it may move that part
+ *			inside the size, where stale blocks would show.
+ *			It may change the times (the swap sets them anyway).
  *
  * Transactions (one transaction is open at a time per swap):
  * @ho_trans_alloc:	start a transaction with the reservation of @res
@@ -234,6 +242,7 @@ struct sx_host_ops {
 	int	(*ho_read_mapping)(struct sx_hinode *ip, u64 startoff, u64 blockcount,
 				   struct sx_hmap *map);
 	u64	(*ho_max_extents)(struct sx_hinode *ip);
+	int	(*ho_trim_eof)(struct sx_hinode *ip);
 
 	int	(*ho_trans_alloc)(struct sx_host *h, const struct sx_hres *res,
 				  struct sx_htrans **tpp);

@@ -387,6 +387,93 @@ static void test_one_file_to_eof_nonatomic(void **state)
 	one_file_to_eof(FILE_SWAP_RANGE_NONATOMIC);
 }
 
+/*
+ * Leave blocks [@from, @to) of @f mapped past EOF, as a truncate cut short
+ * by a crash does (its size change commits before its chain of unmaps):
+ * write them, then set the size back in a transaction of its own.
+ */
+static void leave_past_eof(struct sxs_file *f, u64 from, u64 to, u32 id)
+{
+	struct sx_inode *ip;
+	struct sx_trans *tp;
+	u64 i;
+
+	for (i = from; i < to; i++)
+		assert_int_equal(sxs_write(mp, BS, f, i, sxs_tag(id, i, 9)), 0);
+	assert_int_equal(sx_fd_get(mp, f->sf_fd, &ip), 0);
+	assert_int_equal(sx_trans_alloc(mp, sx_inode_res_bytes(mp), 0, &tp), 0);
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	ip->i_size = from * BS;
+	assert_int_equal(sx_inode_log(tp, ip), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	sx_irele(ip);
+	/* the model: nothing past EOF */
+	f->sf_size = from * BS;
+	for (i = from; i < to; i++)
+		f->sf_tag[i] = 0;
+}
+
+/*
+ * Blocks a crash left past EOF must not come inside a file's size: a
+ * same-file TO_EOF swap of [4, 8) with the aligned EOF moves the range past
+ * EOF (holes, though stale blocks are mapped there) to [4, 8), and a TO_EOF
+ * swap between files reaches past the shorter file's EOF.
+ */
+static void stale_past_eof(u64 flags)
+{
+	struct file_swap_range fsr;
+	u64 i;
+
+	for (i = 0; i < 8; i++) {
+		wr(F[0], i, sxs_tag(0, i, 1));
+		wr(F[1], i, sxs_tag(1, i, 1));
+	}
+	leave_past_eof(F[0], 8, 12, 0);
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.file1_fd = F[0]->sf_fd;
+	fsr.file1_offset = 4 * BS;
+	fsr.file2_offset = 8 * BS;
+	fsr.flags = FILE_SWAP_RANGE_TO_EOF | flags;
+	assert_int_equal(sx_swap_file_range(mp, F[0]->sf_fd, &fsr), 0);
+	assert_int_equal(fsr.length, 4 * BS);
+	sxs_model_swap(F[0], 4, F[0], 8, 4);
+	F[0]->sf_size = 12 * BS;
+	verify_all();
+
+	/* b ends at 6 with stale blocks to 10; a's [0, 10) for b's [0, 6) */
+	assert_int_equal(sx_truncate(mp, F[1]->sf_fd, 0), 0);
+	for (i = 0; i < 8; i++)
+		F[1]->sf_tag[i] = 0;
+	for (i = 0; i < 6; i++)
+		wr(F[1], i, sxs_tag(1, i, 2));
+	leave_past_eof(F[1], 6, 10, 1);
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.file1_fd = F[1]->sf_fd;
+	fsr.flags = FILE_SWAP_RANGE_TO_EOF | flags;
+	assert_int_equal(sx_swap_file_range(mp, F[0]->sf_fd, &fsr), 0);
+	sxs_model_swap(F[1], 0, F[0], 0, 12);
+	F[1]->sf_size = 12 * BS;
+	F[0]->sf_size = 6 * BS;
+	verify_all();
+	/* a grows again over what b's stale blocks would be: zeroes */
+	assert_int_equal(sx_truncate(mp, F[0]->sf_fd, 12 * BS), 0);
+	F[0]->sf_size = 12 * BS;
+	verify_all();
+	remount();
+	verify_all();
+}
+
+static void test_stale_past_eof(void **state)
+{
+	stale_past_eof(0);
+}
+
+static void test_stale_past_eof_nonatomic(void **state)
+{
+	stale_past_eof(FILE_SWAP_RANGE_NONATOMIC);
+}
+
 static void test_btree_boundary(void **state)
 {
 	u32 imax = sx_fork_inline_max(mp, &sx_bmap_fork_ops);
@@ -731,6 +818,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_one_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_file_to_eof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btree_boundary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_past_eof, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_past_eof_nonatomic, setup_noatomic,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_and_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_atomic_feature, setup_noatomic, teardown),
