@@ -582,17 +582,17 @@ static const char *const big_state_names[] = { "MIXED", "all old", "all new" };
  * counts the blocks read and the data blocks (not holes) among them.
  */
 static int big_verify(struct sx_mount *mp, u32 f, enum big_state *state, u64 *nread,
-		      u64 *ndata)
+		      u64 *ndata, u64 *size)
 {
 	u64 *buf = malloc((size_t)BIG_CHUNK * SW_BS), bad_old = 0, bad_new = 0;
-	u64 first_bad = 0, nblk, b, i, got_tag;
+	u64 first_bad = ~0ull, nblk, b, i, got_tag;
 	struct sx_stat st;
 	int fd = -1, error;
 	bool size_old, size_new;
 	s64 n;
 
 	*state = BIG_MIXED;
-	*nread = *ndata = 0;
+	*nread = *ndata = *size = 0;
 	if (!buf)
 		return tool_error(-ENOMEM, "demo");
 	error = sx_open(mp, big_names[f], &fd);
@@ -600,6 +600,7 @@ static int big_verify(struct sx_mount *mp, u32 f, enum big_state *state, u64 *nr
 		error = sx_fstat(mp, fd, &st);
 	if (error)
 		goto out;
+	*size = st.st_size;
 	size_old = st.st_size == big_size(f);
 	size_new = st.st_size == big_size(1 - f);
 	nblk = sx_howmany(st.st_size, SW_BS);
@@ -620,7 +621,7 @@ static int big_verify(struct sx_mount *mp, u32 f, enum big_state *state, u64 *nr
 			bool old = big_holds(blk, big_tag(f, b + i));
 			bool new = big_holds(blk, big_tag(1 - f, b + i));
 
-			if (!old && !bad_old && !bad_new)
+			if (!old && !new && first_bad == ~0ull)
 				first_bad = b + i;
 			bad_old += !old;
 			bad_new += !new;
@@ -633,10 +634,14 @@ static int big_verify(struct sx_mount *mp, u32 f, enum big_state *state, u64 *nr
 		*state = BIG_NEW;
 	else if (!bad_old && size_old)
 		*state = BIG_OLD;
-	else
-		printf("    %s: %llu bytes; %llu blocks differ from the old contents and %llu from the new (first at block %llu)\n",
+	else if (first_bad != ~0ull)
+		printf("    %s: %llu bytes; %llu blocks differ from the old contents and %llu from the new; block %llu is neither\n",
 		       big_names[f], (unsigned long long)st.st_size, (unsigned long long)bad_old,
 		       (unsigned long long)bad_new, (unsigned long long)first_bad);
+	else
+		printf("    %s: %llu bytes; %llu blocks differ from the old contents and %llu from the new\n",
+		       big_names[f], (unsigned long long)st.st_size, (unsigned long long)bad_old,
+		       (unsigned long long)bad_new);
 out:
 	if (fd >= 0)
 		sx_close(mp, fd);
@@ -655,7 +660,7 @@ static int demo_big_swap(const char *path, u64 seed, u64 *cut_out, struct big_ru
 	struct sx_mount *mp;
 	enum big_state state[2];
 	char s1[48], s2[48];
-	u64 swap_writes, cut, pct, rng, nread[2], ndata[2], problems = 0;
+	u64 swap_writes, cut, pct, rng, nread[2], ndata[2], size[2], problems = 0;
 	u32 next[2], f;
 	int error;
 
@@ -721,16 +726,19 @@ static int demo_big_swap(const char *path, u64 seed, u64 *cut_out, struct big_ru
 
 	printf("2.5 verify every block of both files against the tags written in 2.1\n");
 	for (f = 0; f < 2; f++) {
-		if (big_verify(mp, f, &state[f], &nread[f], &ndata[f])) {
+		if (big_verify(mp, f, &state[f], &nread[f], &ndata[f], &size[f])) {
 			sx_unmount(mp);
 			sx_bdev_destroy(bd);
 			return 1;
 		}
-		printf("    %s: %s: %llu blocks read, %llu of data and %llu holes, each as expected; size %llu bytes\n",
-		       big_names[f], big_state_names[state[f]], (unsigned long long)nread[f],
-		       (unsigned long long)ndata[f], (unsigned long long)(nread[f] - ndata[f]),
-		       (unsigned long long)(state[f] == BIG_NEW ? big_size(1 - f) :
-					    state[f] == BIG_OLD ? big_size(f) : 0));
+		if (state[f] == BIG_MIXED)
+			printf("    %s: MIXED: %llu blocks read, size %llu bytes\n", big_names[f],
+			       (unsigned long long)nread[f], (unsigned long long)size[f]);
+		else
+			printf("    %s: %s: %llu blocks read, each as expected (%llu of data, %llu holes); size %llu bytes (before the swap: %llu)\n",
+			       big_names[f], big_state_names[state[f]], (unsigned long long)nread[f],
+			       (unsigned long long)ndata[f], (unsigned long long)(nread[f] - ndata[f]),
+			       (unsigned long long)size[f], (unsigned long long)big_size(f));
 	}
 	if (sw_unmount(mp, bd, "recovery"))
 		return 1;
