@@ -652,7 +652,7 @@ out:
 }
 
 static int demo_big_swap(const char *path, u64 seed, u64 *cut_out, struct big_run *dry_out,
-			 bool *finished)
+			 u32 *next, bool *finished)
 {
 	struct big_run dry, run;
 	struct sx_recovery_stats rs;
@@ -661,7 +661,7 @@ static int demo_big_swap(const char *path, u64 seed, u64 *cut_out, struct big_ru
 	enum big_state state[2];
 	char s1[48], s2[48];
 	u64 swap_writes, cut, pct, rng, nread[2], ndata[2], size[2], problems = 0;
-	u32 next[2], f;
+	u32 f;
 	int error;
 
 	printf("2.1 write two fragmented files, interleaved block by block, with a hole every %u blocks\n",
@@ -764,6 +764,7 @@ int demo_swap(const char *path, u64 seed)
 	double t0 = demo_now();
 	char sz[48];
 	u64 cut = 0;
+	u32 next[2] = { 0, 0 };
 	bool finished = false;
 	int status = 1;
 
@@ -780,14 +781,14 @@ int demo_swap(const char *path, u64 seed)
 		goto out;
 
 	printf("\nPart 2: a large atomic swap cut short by a power loss, finished by recovery\n");
-	if (demo_big_swap(path, seed, &cut, &dry, &finished))
+	if (demo_big_swap(path, seed, &cut, &dry, next, &finished))
 		goto out;
 
 	printf("\nWhat happened:\n");
 	printf("  Part 1: the report's blocks %u..%u were rewritten in a clone and swapped in at once; a second update, overtaken by a write into the report, was refused with EBUSY and changed nothing; no block leaked.\n",
 	       UP_FIRST, UP_FIRST + UP_COUNT - 1);
-	printf("  Part 2: the swap of %llu and %llu blocks of single-block extents makes %llu device writes; the power went at write %llu, in the middle of it.\n",
-	       (unsigned long long)big_blocks[0], (unsigned long long)big_blocks[1],
+	printf("  Part 2: the atomic swap of two files of %u and %u extents makes %llu device writes; the power went at write %llu, in the middle of it.\n",
+	       next[0], next[1],
 	       (unsigned long long)(dry.br_writes_after - dry.br_writes_before),
 	       (unsigned long long)cut);
 	if (finished)
