@@ -5,7 +5,7 @@
 #   make                 library (static + shared) and the swapext tool
 #   make check           install missing packages (as root), check-portable,
 #                        build and run every test; ends with "N passed, N failed"
-#   make demo            build and run `swapext demo $(DEMO_IMAGE)`
+#   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
 #   make crash-huge      the 100,000-extent swap cut at 1,000 writes (~20 min)
 #   make coverage        gcov/lcov report of engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
@@ -381,7 +381,7 @@ help:
 	@echo "  all (default)   $(LIBA), $(LIBSO) (+ libswapext.so), $(TOOL)"
 	@echo "  check           deps, check-portable, build and run every test program"
 	@echo "  test            build and run the tests only (no deps, no check-portable)"
-	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE'"
+	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE': an atomic update, a crashed swap"
 	@echo "  crash-huge      the 100,000-extent swap cut at 1,000 writes (~20 min)"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"

@@ -226,7 +226,8 @@ static void test_errors_and_usage(void **state)
 	static const char *const usage_cases[] = {
 		"", "frobnicate", "mkfs", "mkfs -b 3000 x.img", "mkfs -s 12q x.img",
 		"mkfs -O nosuch x.img", "mkfs -Z x.img", "mkfs a b", "info", "info a b",
-		"check", "check -x img", "logprint", "demo -S notanumber", "demo a b",
+		"check", "check -x img", "logprint", "demo -S notanumber", "demo a b", "demo -x",
+		"demo -j a b",
 	};
 	struct run r;
 	size_t i;
@@ -277,16 +278,108 @@ static void test_errors_and_usage(void **state)
 	run_free(&r);
 }
 
-/* The demo crashes, recovers, checks and passes, for a few seeds. */
-static void test_demo(void **state)
+/*
+ * The default demo, the swap headline: the atomic update commits, the
+ * stale one gets EBUSY, no block leaks; the large swap is cut in the middle
+ * and recovery finishes it; every block verified, the checker clean.  The
+ * image it leaves passes the full checker.
+ */
+static void test_demo_swap(void **state)
+{
+	static const char *const seeds[] = { "", "-S 1" };
+	static const char *const lines[] = {
+		"swapext demo: the atomic swap; image ",
+		"feature atomic_swap",
+		"Part 1: an atomic update of part of a file",
+		"1.2 sx_update_start: ",
+		"block 16: \"report block 16, version 2\"",
+		"block 24: \"report block 24, version 1\"",
+		"verified: all 64 blocks read back, 16..23 are version 2, the rest version 1; ",
+		"sx_update_commit: Device or resource busy (the report changed since the update started)",
+		"verified: the report is untouched by the refused commit",
+		"part 1 verified: the update committed, the stale one was refused, no block leaked, the checker is clean",
+		"Part 2: a large atomic swap cut short by a power loss, finished by recovery",
+		"wrote 43000 tagged blocks in ",
+		"2.2 dry run on a copy of the image in memory: ",
+		"% into the swap's ",
+		"the swap returned: Input/output error",
+		"    recovery: ",
+		"big-a: all new: 25200 blocks read, each as expected (21000 of data, 4200 holes); size 25804800 bytes (before the swap: 27033600)",
+		"big-b: all new: 26400 blocks read, each as expected (22000 of data, 4400 holes); size 27033600 bytes (before the swap: 25804800)",
+		"verified: both files hold all of the other's old data and size: recovery finished the swap",
+		"Log recovery found the swap's unfinished intent and finished it",
+		"  swapext logprint ",
+		"  swapext check ",
+		"  swapext io ",
+		"Result: PASS",
+	};
+	unsigned long long cut, writes;
+	unsigned int ext[2], pct;
+	struct run r;
+	size_t i, j;
+	const char *p;
+	int checks;
+
+	for (i = 0; i < ARRAY_SIZE(seeds); i++) {
+		run(&r, "demo %s '%s'", seeds[i], img("demo.img"));
+		assert_int_equal(r.status, 0);
+		for (j = 0; j < ARRAY_SIZE(lines); j++) {
+			if (!strstr(r.out, lines[j]))
+				fail_msg("demo %s: no \"%s\" in:\n%s", seeds[i], lines[j], r.out);
+		}
+		/* both files are fragmented: 20,000 extents or more each */
+		p = strstr(r.out, "big-a has ");
+		assert_non_null(p);
+		assert_int_equal(sscanf(p, "big-a has %u extents in 26400 blocks, big-b %u extents in 25200 blocks",
+					&ext[0], &ext[1]), 2);
+		assert_true(ext[0] >= 20000 && ext[1] >= 20000);
+		/* the cut write lies inside the swap's writes, 40-60% in */
+		p = strstr(r.out, "power cut armed at device write ");
+		assert_non_null(p);
+		assert_int_equal(sscanf(p, "power cut armed at device write %llu: %u%% into the swap's %llu writes",
+					&cut, &pct, &writes), 3);
+		assert_true(pct >= 40 && pct <= 60 && writes > 1000 && cut < writes);
+		/* recovery finished an intent: the cut was inside the swap */
+		p = strstr(r.out, "    recovery: ");
+		assert_non_null(p);
+		assert_null(strstr(p, "; 0 unfinished intents finished"));
+		/* the checker ran after each part and found nothing */
+		for (checks = 0, p = r.out; (p = strstr(p, "note: check done: 0 problems")); p++)
+			checks++;
+		assert_int_equal(checks, 2);
+		assert_null(strstr(r.out, "problem:"));
+		run_free(&r);
+	}
+	/* both parts' files stay on the image, and the full checker passes */
+	run(&r, "check '%s'", img("demo.img"));
+	assert_int_equal(r.status, 0);
+	run_free(&r);
+	run(&r, "io '%s' -c 'open report' -c stat -c 'open big-a' -c stat", img("demo.img"));
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "stat.size = 65536"));
+	assert_non_null(strstr(r.out, "stat.size = 25804800"));
+	run_free(&r);
+	unlink(img("demo.img"));
+
+	/* an image it cannot write: exit 1 with the reason */
+	run(&r, "demo '%s/no/such/dir/demo.img'", dir);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "swapext: demo: "));
+	assert_null(strstr(r.out, "Result: PASS"));
+	run_free(&r);
+}
+
+/* The journal demo crashes, recovers, checks and passes, for a few seeds. */
+static void test_demo_journal(void **state)
 {
 	static const char *const seeds[] = { "", "-S 1", "-S 17", "-S 0x2a" };
 	struct run r;
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(seeds); i++) {
-		run(&r, "demo %s '%s'", seeds[i], img("demo.img"));
+		run(&r, "demo -j %s '%s'", seeds[i], img("demo.img"));
 		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.out, "swapext demo -j (the journal)"));
 		assert_non_null(strstr(r.out, "What happened:"));
 		assert_non_null(strstr(r.out, "power cut armed at device write"));
 		assert_non_null(strstr(r.out, "recovery: "));
@@ -312,7 +405,8 @@ int main(void)
 		cmocka_unit_test(test_mkfs_info_check_logprint),
 		cmocka_unit_test(test_dirty_image),
 		cmocka_unit_test(test_errors_and_usage),
-		cmocka_unit_test(test_demo),
+		cmocka_unit_test(test_demo_swap),
+		cmocka_unit_test(test_demo_journal),
 	};
 
 	sx_thread_enter();

@@ -27,8 +27,8 @@ static const struct tool_cmd tool_cmds[] = {
 	  "verify everything on disk (-s: not who owns each block); exit 1 on any problem" },
 	{ "io", cmd_io, "IMAGE -c CMD [-c CMD]...",
 	  "run file commands on a mounted image, in order, like xfs_io (see README)" },
-	{ "demo", cmd_demo, "[-S SEED] [IMAGE]",
-	  "crash a metadata workload, recover and check it (IMAGE default build/demo.img)" },
+	{ "demo", cmd_demo, "[-j] [-S SEED] [IMAGE]",
+	  "an atomic file update, then a large swap cut by a power loss and finished by recovery (-j: a metadata workload instead; IMAGE default build/demo.img)" },
 	{ "kmod", cmd_kmod, "load|unload|selftest|attach|detach|shutdown|... (kmod help)",
 	  "load the kernel module (libkmod) and drive /dev/swapext-ctl" },
 };
