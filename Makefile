@@ -7,6 +7,7 @@
 #                        build and run every test; ends with "N passed, N failed"
 #   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
 #   make crash-huge      the 100,000-extent swap cut at 1,000 writes (~20 min)
+#   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
 #   make coverage        gcov/lcov report of engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make check-portable  engine/ includes only the platform header and its own
@@ -154,7 +155,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SECONDARY:
 .SUFFIXES:
 
-.PHONY: all lib tool tests test check demo crash-huge bench coverage asan ubsan check-portable \
+.PHONY: all lib tool tests test check demo crash-huge bench bench-xfs coverage asan ubsan check-portable \
 	install uninstall clean help deps FORCE
 
 # ---------------------------------------------------------------- main targets
@@ -202,6 +203,27 @@ bench:
 	@$(call DEPS,test)
 	@$(SUBMAKE) $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS) || exit 1; done
+
+# swapext's swap next to Linux XFS's XFS_IOC_EXCHANGE_RANGE (scripts/bench-xfs.sh):
+# root only, loop devices and mounts, so not part of check.  bench/xfs/ is
+# outside the bench/*.c wildcard: the program needs libc only and is not run
+# by `make bench`.  bench_swap runs too when bench/bench_swap.c exists.
+BENCH_XFS_N	?= 10000 100000
+XFS_BENCH	:= $(BUILD)/bench/xfs_exchange
+XFS_BENCH_SWAP	:= $(filter %/bench_swap,$(BENCH_BINS))
+
+bench-xfs:
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "bench-xfs: needs root (mkfs.xfs on an image, a loop device, mount): sudo make bench-xfs" >&2; \
+		exit 1; fi
+	@$(call DEPS,xfs)
+	@$(SUBMAKE) $(XFS_BENCH) $(XFS_BENCH_SWAP)
+	@bash scripts/bench-xfs.sh $(BUILD) $(BENCH_XFS_N)
+
+$(XFS_BENCH): bench/xfs/xfs_exchange.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC+LD   $@"
+	@$(CC) -std=gnu11 $(WARNFLAGS) $(CFLAGS) $(EXTRA_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
 
 # ---------------------------------------------------------------- variants
 
@@ -383,6 +405,7 @@ help:
 	@echo "  test            build and run the tests only (no deps, no check-portable)"
 	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE': an atomic update, a crashed swap"
 	@echo "  crash-huge      the 100,000-extent swap cut at 1,000 writes (~20 min)"
+	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
 	@echo "  check-portable  engine/ includes and freestanding compile"
@@ -399,6 +422,7 @@ help:
 	@echo "  TEST_TIMEOUT=S                 per-program timeout in seconds (now: $(TEST_TIMEOUT))"
 	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
 	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"
+	@echo "  BENCH_XFS_N='N ...'            extents per file for bench-xfs (now: $(BENCH_XFS_N))"
 	@echo "  NODEPS=1                       skip scripts/deps.sh"
 	@echo "  KCHECK=0                       make check/test without kcheck"
 	@echo "  DEBUG=0                        build without ASSERT (SX_DEBUG)"

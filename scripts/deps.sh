@@ -9,6 +9,7 @@
 #          coverage  test + lcov                       (make coverage)
 #          kernel    build + Debian's Linux 6.1 headers and image, qemu,
 #                    busybox-static, cpio              (make kmod, kcheck)
+#          xfs       test + xfsprogs, losetup/mount    (make bench-xfs)
 #          all       everything, clang included        (default)
 #   --check  never install, only report
 #
@@ -26,8 +27,8 @@ group=all
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) install=0 ;;
-	build|test|coverage|kernel|all) group=$1 ;;
-	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
+	build|test|coverage|kernel|xfs|all) group=$1 ;;
+	-h|--help) sed -n '3,21p' "$0"; exit 0 ;;
 	*) echo "deps: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -67,6 +68,8 @@ need_kimage()	{ compgen -G '/boot/vmlinuz-6.1*-amd64' > /dev/null; }
 need_qemu()	{ have_cmd qemu-system-x86_64; }
 need_busybox()	{ [ -x /bin/busybox ] && ! ldd /bin/busybox > /dev/null 2>&1; }
 need_cpio()	{ have_cmd cpio; }
+need_xfsprogs()	{ have_cmd mkfs.xfs && have_cmd xfs_bmap; }
+need_mount()	{ have_cmd losetup && have_cmd mount && have_cmd findmnt; }
 
 NEEDS="
 build make make need_make
@@ -83,13 +86,15 @@ kernel linux-image-amd64 Linux_6.1_kernel_image need_kimage
 kernel qemu-system-x86 qemu-system-x86_64 need_qemu
 kernel busybox-static static_busybox need_busybox
 kernel cpio cpio need_cpio
+xfs xfsprogs XFS_tools_(mkfs.xfs,_xfs_bmap) need_xfsprogs
+xfs mount losetup_and_mount need_mount
 "
 
 # in_group G: true if a need of group G is required for $group
 in_group() {
 	case "$group:$1" in
 	all:*|coverage:build|coverage:test|coverage:coverage|test:build|test:test|build:build|\
-	kernel:build|kernel:kernel)
+	kernel:build|kernel:kernel|xfs:build|xfs:test|xfs:xfs)
 		return 0 ;;
 	esac
 	return 1
