@@ -106,6 +106,18 @@ static void run(struct sx_bdev *pristine, u64 n, u32 bs, const char *name, u64 f
 	sx_bdev_destroy(bd);
 }
 
+/* Is @word one of the comma-separated words of @list? */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p;
+
+	for (p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	u64 n = argc > 1 ? strtoull(argv[1], NULL, 0) : 100000;
@@ -123,13 +135,12 @@ int main(int argc, char **argv)
 	 * With the atomic_swap feature every swap is atomic (as in the seed),
 	 * so the other two algorithms run on an image without it.
 	 */
-	if (strstr(which, "atomic") && (which == strstr(which, "atomic") ||
-					strstr(which, ",atomic"))) {
+	if (has_word(which, "atomic")) {
 		pristine = make_image(n, bs, true);
 		run(pristine, n, bs, "atomic", 0);
 		sx_bdev_destroy(pristine);
 	}
-	if (strstr(which, "nonatomic")) {
+	if (has_word(which, "nonatomic")) {
 		pristine = make_image(n, bs, false);
 		run(pristine, n, bs, "nonatomic", FILE_SWAP_RANGE_NONATOMIC);
 		sx_bdev_destroy(pristine);

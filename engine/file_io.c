@@ -558,6 +558,16 @@ static int sx_io_prepare_grow(struct sx_io *io, u64 newsize)
 	return 0;
 }
 
+/* An sx_io for a caller outside the data path that already holds @ip (no buffer). */
+static void sx_io_of_inode(struct sx_io *io, struct sx_inode *ip)
+{
+	io->io_mp = ip->i_mp;
+	io->io_ip = ip;
+	io->io_bsize = ip->i_mp->m_bsize;
+	io->io_blog = ip->i_mp->m_blog;
+	io->io_buf = NULL;
+}
+
 /*
  * sx_io_prepare_grow() for a caller outside the data path that is about to
  * grow the regular file @ip to @newsize (a clone past EOF); the caller
@@ -571,10 +581,7 @@ int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize)
 
 	if (newsize <= ip->i_size)
 		return 0;
-	io.io_mp = mp;
-	io.io_ip = ip;
-	io.io_bsize = mp->m_bsize;
-	io.io_blog = mp->m_blog;
+	sx_io_of_inode(&io, ip);
 	io.io_buf = sx_alloc(mp->m_bsize, 0);
 	if (!io.io_buf)
 		return -ENOMEM;
@@ -590,15 +597,10 @@ int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize)
  */
 int sx_file_trim_eof(struct sx_inode *ip)
 {
-	struct sx_mount *mp = ip->i_mp;
 	struct sx_io io;
 	u64 first;
 
-	io.io_mp = mp;
-	io.io_ip = ip;
-	io.io_bsize = mp->m_bsize;
-	io.io_blog = mp->m_blog;
-	io.io_buf = NULL;
+	sx_io_of_inode(&io, ip);
 	first = sx_io_bup(&io, ip->i_size);
 	return sx_io_free_blocks(&io, first, ~0ull - first);
 }

@@ -25,7 +25,6 @@
  * write in every mode and the 100,000-extent swap at 1,000 writes.
  * SX_SWAP_CASES=name,name runs only those cases.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,8 +351,9 @@ static void workload(const struct cfg *c, struct sx_bdev *bd, struct run *r, boo
 }
 
 /* Every file equals the model after k swaps, for one k in the window. */
-static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
+static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
+	const struct run *r = arg;
 	char msg[160], first[200] = "";
 	int fd[NF], f, k;
 	bool ok = false;
@@ -379,43 +379,10 @@ static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
 	return 0;
 }
 
-static void check_report(void *arg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 /* Recover @bd and check it against @r. */
 static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
-	struct sx_mount *mp;
-	u64 problems = 0, digest;
-	int error, bad;
-
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
-	bad = files_ok(mp, r, what);
-	error = sx_unmount(mp);
-	if (bad)
-		return -1;
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	error = sx_check(bd, check_report, NULL, &problems);
-	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
-	      (unsigned long long)problems);
-	digest = sxt_bdev_digest(bd);
-	error = sx_mount(bd, NULL, &mp);
-	if (!error)
-		error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sxt_bdev_digest(bd) == digest ? 0 : -1;
-	CHECK(error == 0, "%s: second recovery changed the image", what);
-	return 0;
+	return sxs_recover_verify(bd, files_ok, r, what);
 }
 
 static void tally(int error)

@@ -18,7 +18,6 @@
  * by recovery with all its blocks (the checker walks every block and every
  * inode).  A second recovery changes nothing.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,8 +182,9 @@ static int count_name(void *arg, const char *name, u64 ino)
 }
 
 /* a equals the model after k updates for some k in the window; b as it was. */
-static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
+static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
+	const struct run *r = arg;
 	char msg[160], first[200] = "";
 	int fd, k, hi = r->ncommitted + (r->in_commit ? 1 : 0), names = 0;
 	bool ok = false;
@@ -207,44 +207,10 @@ static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
 	return 0;
 }
 
-static void check_report(void *arg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 /* Recover @bd and check it against @r. */
 static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
-	struct sx_mount *mp;
-	struct sx_bdev *once;
-	u64 problems = 0;
-	int error, bad;
-
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
-	bad = files_ok(mp, r, what);
-	error = sx_unmount(mp);
-	if (bad)
-		return -1;
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	error = sx_check(bd, check_report, NULL, &problems);
-	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
-	      (unsigned long long)problems);
-	once = sxt_bdev_copy(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
-	return 0;
+	return sxs_recover_verify(bd, files_ok, r, what);
 }
 
 static void crash_at(struct run *r, u64 w, enum sx_crash_mode mode)
