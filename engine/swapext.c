@@ -462,6 +462,15 @@ int sx_swapext_swap(const struct sx_swap_req *req)
 		break;
 	case SX_SWAP_BMAP:
 		error = sx_swapext_reflink_prep(tp, &si, &est);
+		/*
+		 * Commit the times and flags before the walk, as the atomic
+		 * chain does: the walk reads the forks outside any transaction
+		 * (ho_read_mapping), and a host may keep what this one changed
+		 * locked to it (the store: the inode blocks, where an inline
+		 * fork lives).
+		 */
+		if (!error)
+			error = ops->ho_trans_roll(&tp);
 		while (!error) {
 			error = sx_swapext_finish_one(tp, &si);
 			if (error != -EAGAIN)
