@@ -15,6 +15,9 @@
  * CLOSE or DETACH.  FISWAPRANGE is the patch set's own number and struct:
  * it is issued on a control device file that SELECT bound to an instance and
  * a descriptor (file2), and file1_fd is another descriptor of that instance.
+ * XFS_IOC_SWAPEXT (include/swapext/swapext_compat.h), XFS's number and
+ * struct too, is issued on a SELECTed control file as well: the binding
+ * only names the instance, sx_fdtarget and sx_fdtmp are its descriptors.
  */
 #ifndef SWAPEXT_KCTL_H
 #define SWAPEXT_KCTL_H
@@ -44,6 +47,7 @@ struct sx_kctl_version {
 #define SX_KCTL_FEAT_CLONE	(1u << 1)
 #define SX_KCTL_FEAT_SWAPRANGE	(1u << 2)
 #define SX_KCTL_FEAT_FAULTS	(1u << 3)	/* fault sites can be armed */
+#define SX_KCTL_FEAT_SWAPEXT	(1u << 4)	/* XFS_IOC_SWAPEXT (swapext_compat.h) */
 
 /* ATTACH: mount the filesystem on a block device (log recovery runs). */
 struct sx_kctl_attach {
@@ -191,7 +195,7 @@ struct sx_kctl_select {
 #define SX_KCTL_PWRITE		SX_IOWR(SX_KCTL_TYPE, 25, struct sx_kctl_rw)
 #define SX_KCTL_CLONE		SX_IOW(SX_KCTL_TYPE, 26, struct sx_kctl_clone)
 #define SX_KCTL_SELECT		SX_IOW(SX_KCTL_TYPE, 27, struct sx_kctl_select)
-/* FISWAPRANGE (include/swapext/fsr.h) on a SELECTed control file */
+/* FISWAPRANGE (include/swapext/fsr.h) and XFS_IOC_SWAPEXT on a SELECTed control file */
 
 /* The layouts are the ABI: same sizes for every caller, no implicit padding. */
 _Static_assert(sizeof(struct sx_kctl_version) == 16, "sx_kctl_version changed size");

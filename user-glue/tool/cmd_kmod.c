@@ -461,10 +461,11 @@ int cmd_kmod(int argc, char **argv)
 		memset(&kv, 0, sizeof(kv));
 		if (kmod_ioctl(SX_KCTL_VERSION, &kv, "version"))
 			return 1;
-		printf("abi %u features 0x%x%s%s%s%s instances %u\n", kv.kv_abi, kv.kv_features,
+		printf("abi %u features 0x%x%s%s%s%s%s instances %u\n", kv.kv_abi, kv.kv_features,
 		       kv.kv_features & SX_KCTL_FEAT_FILES ? " files" : "",
 		       kv.kv_features & SX_KCTL_FEAT_CLONE ? " clone" : "",
 		       kv.kv_features & SX_KCTL_FEAT_SWAPRANGE ? " swaprange" : "",
+		       kv.kv_features & SX_KCTL_FEAT_SWAPEXT ? " swapext" : "",
 		       kv.kv_features & SX_KCTL_FEAT_FAULTS ? " faults" : "", kv.kv_instances);
 		return 0;
 	}
