@@ -103,7 +103,7 @@ static int defrag_count_arg(const char *opt, const char *arg, u64 *v)
 /* Totals for the summary line. */
 struct defrag_totals {
 	u64	t_files;		/* regular files seen */
-	u64	t_candidates;
+	u64	t_candidates;		/* of those, at or over the threshold */
 	u64	t_done;
 	u64	t_skipped;
 	u64	t_failed;
@@ -190,10 +190,9 @@ static int defrag_run(struct sx_mount *mp, u64 maxfiles, u64 threshold, bool ver
 		dl.dl_files[ncand++] = cand;
 	}
 	qsort(dl.dl_files, ncand, sizeof(dl.dl_files[0]), defrag_cmp);
-	for (i = 0; i < ncand && i < maxfiles; i++) {
-		t->t_candidates++;
+	t->t_candidates = ncand;
+	for (i = 0; i < ncand && i < maxfiles; i++)
 		defrag_one(mp, &dl.dl_files[i], verbose, t);
-	}
 	error = 0;
 out_free:
 	for (i = 0; i < dl.dl_n; i++)
