@@ -149,12 +149,20 @@ static int sx_defrag_fill(struct sx_mount *mp, int fd, int tmp, u64 size,
 			continue;
 		error = sx_fallocate(mp, tmp, start, end - start);
 	}
-	for (i = 0; i < n && !error; i++) {
-		u64 end = sx_min(ext[i].ex_off + ext[i].ex_len, size);
+	/*
+	 * Copy each run of written mappings whole, not mapping by mapping: a
+	 * write into preallocated space costs a transaction per call, and the
+	 * mappings of a fragmented file are many and small.
+	 */
+	for (i = 0; i < n && !error; i = j) {
+		u64 start = ext[i].ex_off, end;
 
-		if ((ext[i].ex_flags & SX_EXTENT_UNWRITTEN) || ext[i].ex_off >= end)
+		for (j = i + 1; j < n && sx_defrag_continues(&ext[j - 1], &ext[j]); j++)
+			;
+		end = sx_min(ext[j - 1].ex_off + ext[j - 1].ex_len, size);
+		if ((ext[i].ex_flags & SX_EXTENT_UNWRITTEN) || start >= end)
 			continue;
-		error = sx_defrag_copy(mp, fd, tmp, ext[i].ex_off, end, buf, bytes);
+		error = sx_defrag_copy(mp, fd, tmp, start, end, buf, bytes);
 	}
 	sx_free(buf);
 	if (error)
