@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <linux/ioctl.h>
 #include <cmocka.h>
 /* XFS's own header, where xfslibs-dev is installed: the layouts against it too */
@@ -553,6 +554,88 @@ static void test_defrag_notbetter(void **state)
 	assert_int_equal(sx_unlink(mp, "fill"), 0);
 }
 
+/* A writer that keeps changing block 7 of a until told to stop. */
+struct writer {
+	volatile bool	w_stop;
+	volatile u64	w_writes;
+	u64		w_last;			/* the tag written last */
+	int		w_error;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	u64 *buf = malloc(BS);
+	u64 tag;
+	u32 i;
+
+	sx_thread_enter();
+	while (!w->w_stop && !w->w_error) {
+		tag = sxs_tag(0, 7, (u32)(w->w_writes % 200) + 10);
+		for (i = 0; i < BS / 8; i++)
+			buf[i] = tag;
+		if (sx_pwrite(mp, A->sf_fd, buf, BS, 7 * BS) != BS)
+			w->w_error = -EIO;
+		w->w_last = tag;
+		w->w_writes++;
+	}
+	sx_thread_exit();
+	free(buf);
+	return NULL;
+}
+
+/* Move 40 blocks of a elsewhere one by one, between appends to b (no data change). */
+static void refragment(int round)
+{
+	u64 k;
+
+	for (k = 20; k < 60; k++) {
+		assert_int_equal(sx_punch(mp, A->sf_fd, k * BS, BS), 0);
+		wr(B, NBLK + (u64)round * 40 + (k - 20), sxs_tag(1, NBLK + round * 40 + k, 1));
+		wr(A, k, A->sf_tag[k]);
+	}
+}
+
+/*
+ * A file written to while it is being defragmented: the swap's freshness
+ * check sees it (-EBUSY inside), the copy is dropped and the file keeps
+ * every write.  A run that happens to fall between two writes may
+ * defragment it; either way the data is the last written.
+ */
+static void test_defrag_changed(void **state)
+{
+	struct sx_defrag_result res;
+	struct writer w = { 0 };
+	pthread_t t;
+	int i, changed = 0, done = 0;
+
+	fill_two(NBLK);
+	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
+	while (w.w_writes == 0)
+		;
+	for (i = 0; i < 60 && !changed; i++) {
+		assert_int_equal(sx_defrag_file(mp, A->sf_fd, 0, &res), 0);
+		if (res.dr_skipped == SX_DEFRAG_SKIP_CHANGED)
+			changed++;
+		else if (res.dr_skipped == SX_DEFRAG_DONE)
+			done++;
+		else
+			assert_int_equal(res.dr_skipped, SX_DEFRAG_SKIP_CONTIGUOUS);
+		/* once defragmented there is nothing left to race with: fragment again */
+		if (res.dr_skipped != SX_DEFRAG_SKIP_CHANGED)
+			refragment(i);
+	}
+	w.w_stop = true;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.w_error, 0);
+	assert_true(changed > 0);
+	A->sf_tag[7] = w.w_last;
+	verify(A);
+	verify(B);
+	print_message("defrag raced a writer: %d changed, %d done, %llu writes\n", changed, done,
+		      (unsigned long long)w.w_writes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +651,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defrag, setup_noatomic, teardown),
 		cmocka_unit_test_setup_teardown(test_defrag_skips, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defrag_notbetter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defrag_changed, setup, teardown),
 	};
 
 	sx_thread_enter();
