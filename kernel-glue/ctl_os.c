@@ -37,6 +37,7 @@ static_assert(sizeof(struct sx_xfs_swapext) == 192);
 static_assert(SX_KCTL_ATTACH == _IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach));
 static_assert(SX_KCTL_SHUTDOWN == _IOW(SX_KCTL_TYPE, 3, struct sx_kctl_id));
 static_assert(SX_KCTL_VERSION == _IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version));
+static_assert(SX_KCTL_BULKSTAT == _IOWR(SX_KCTL_TYPE, 28, struct sx_kctl_bulkstat));
 
 struct sx_kinst {
 	struct rw_semaphore	ki_rw;		/* shared: an op; exclusive: detach */
@@ -618,6 +619,31 @@ static long sx_kctl_swapext(struct file *file, void __user *uarg)
 	return error;
 }
 
+/* BULKSTAT: the freshness record XFS_IOC_SWAPEXT wants, from the engine. */
+static long sx_kctl_bulkstat(void __user *uarg)
+{
+	struct sx_kctl_bulkstat *kb;
+	struct sx_kinst *ki;
+	long error = -EOPNOTSUPP;
+
+	kb = memdup_user(uarg, sizeof(*kb));
+	if (IS_ERR(kb))
+		return PTR_ERR(kb);
+	ki = sx_kinst_get(kb->kb_id);
+	if (!ki) {
+		kfree(kb);
+		return -ENOENT;
+	}
+#ifdef SX_HAVE_sx_bulkstat
+	error = sx_bulkstat(ki->ki_mp, kb->kb_fd, &kb->kb_stat);
+#endif
+	sx_kinst_put(ki);
+	if (!error && copy_to_user(uarg, kb, sizeof(*kb)))
+		error = -EFAULT;
+	kfree(kb);
+	return error;
+}
+
 /* The features the engine has today. */
 static u32 sx_kctl_features(void)
 {
@@ -701,6 +727,8 @@ static long sx_kctl_ioctl(struct file *file, unsigned int cmd, unsigned long arg
 		return sx_kctl_swaprange(file, uarg);
 	case XFS_IOC_SWAPEXT:
 		return sx_kctl_swapext(file, uarg);
+	case SX_KCTL_BULKSTAT:
+		return sx_kctl_bulkstat(uarg);
 	}
 	return -ENOTTY;
 }

@@ -24,6 +24,7 @@
 
 #include "sx_platform.h"
 #include <swapext/fsr.h>
+#include <swapext/swapext_compat.h>
 
 #define SX_KCTL_NAME		"swapext-ctl"
 #define SX_KCTL_PATH		"/dev/swapext-ctl"
@@ -175,6 +176,13 @@ struct sx_kctl_select {
 	s32	ks_fd;
 };
 
+/* BULKSTAT: the bulkstat record of descriptor kb_fd (sx_bulkstat()), for XFS_IOC_SWAPEXT. */
+struct sx_kctl_bulkstat {
+	u32			kb_id;		/* in */
+	s32			kb_fd;		/* in */
+	struct sx_xfs_bstat	kb_stat;	/* out */
+};
+
 #define SX_KCTL_VERSION		SX_IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version)
 #define SX_KCTL_ATTACH		SX_IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach)
 #define SX_KCTL_DETACH		SX_IOWR(SX_KCTL_TYPE, 2, struct sx_kctl_id)
@@ -195,6 +203,7 @@ struct sx_kctl_select {
 #define SX_KCTL_PWRITE		SX_IOWR(SX_KCTL_TYPE, 25, struct sx_kctl_rw)
 #define SX_KCTL_CLONE		SX_IOW(SX_KCTL_TYPE, 26, struct sx_kctl_clone)
 #define SX_KCTL_SELECT		SX_IOW(SX_KCTL_TYPE, 27, struct sx_kctl_select)
+#define SX_KCTL_BULKSTAT	SX_IOWR(SX_KCTL_TYPE, 28, struct sx_kctl_bulkstat)
 /* FISWAPRANGE (include/swapext/fsr.h) and XFS_IOC_SWAPEXT on a SELECTed control file */
 
 /* The layouts are the ABI: same sizes for every caller, no implicit padding. */
@@ -209,5 +218,6 @@ _Static_assert(sizeof(struct sx_kctl_file) == 272, "sx_kctl_file changed size");
 _Static_assert(sizeof(struct sx_kctl_rw) == 40, "sx_kctl_rw changed size");
 _Static_assert(sizeof(struct sx_kctl_clone) == 16, "sx_kctl_clone changed size");
 _Static_assert(sizeof(struct sx_kctl_select) == 8, "sx_kctl_select changed size");
+_Static_assert(sizeof(struct sx_kctl_bulkstat) == 144, "sx_kctl_bulkstat changed size");
 
 #endif /* SWAPEXT_KCTL_H */
