@@ -23,6 +23,7 @@
 #include <swapext/swapext.h>
 #include <swapext/selftest.h>
 #include <swapext/kctl.h>
+#include <swapext/swapext_compat.h>
 #include "mount.h"
 #include "trans.h"
 #include "alloc.h"
@@ -31,9 +32,12 @@
 /* The ABI's encoding is the kernel's. */
 static_assert(FISWAPRANGE == _IOWR('X', 129, struct file_swap_range));
 static_assert(sizeof(struct file_swap_range) == 120);
+static_assert(XFS_IOC_SWAPEXT == _IOWR('X', 109, struct sx_xfs_swapext));
+static_assert(sizeof(struct sx_xfs_swapext) == 192);
 static_assert(SX_KCTL_ATTACH == _IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach));
 static_assert(SX_KCTL_SHUTDOWN == _IOW(SX_KCTL_TYPE, 3, struct sx_kctl_id));
 static_assert(SX_KCTL_VERSION == _IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version));
+static_assert(SX_KCTL_BULKSTAT == _IOWR(SX_KCTL_TYPE, 28, struct sx_kctl_bulkstat));
 
 struct sx_kinst {
 	struct rw_semaphore	ki_rw;		/* shared: an op; exclusive: detach */
@@ -584,6 +588,62 @@ static long sx_kctl_swaprange(struct file *file, void __user *uarg)
 	return error;
 }
 
+/*
+ * XFS_IOC_SWAPEXT on a SELECTed control file: the binding names the
+ * instance; both descriptors come from the request, as XFS takes them.
+ * Nothing is copied back (XFS copies nothing back either).
+ */
+static long sx_kctl_swapext(struct file *file, void __user *uarg)
+{
+	struct sx_kctl_priv *kp = file->private_data;
+	struct sx_xfs_swapext *sx;
+	struct sx_kinst *ki;
+	long error = -EOPNOTSUPP;
+
+	if (!kp->kp_bound)
+		return -EBADF;
+	/* 192 bytes: off the ioctl path's stack */
+	sx = memdup_user(uarg, sizeof(*sx));
+	if (IS_ERR(sx))
+		return PTR_ERR(sx);
+	ki = sx_kinst_get(kp->kp_id);
+	if (!ki) {
+		kfree(sx);
+		return -ENOENT;
+	}
+#ifdef SX_HAVE_sx_swapext
+	error = sx_swapext(ki->ki_mp, sx);
+#endif
+	sx_kinst_put(ki);
+	kfree(sx);
+	return error;
+}
+
+/* BULKSTAT: the freshness record XFS_IOC_SWAPEXT wants, from the engine. */
+static long sx_kctl_bulkstat(void __user *uarg)
+{
+	struct sx_kctl_bulkstat *kb;
+	struct sx_kinst *ki;
+	long error = -EOPNOTSUPP;
+
+	kb = memdup_user(uarg, sizeof(*kb));
+	if (IS_ERR(kb))
+		return PTR_ERR(kb);
+	ki = sx_kinst_get(kb->kb_id);
+	if (!ki) {
+		kfree(kb);
+		return -ENOENT;
+	}
+#ifdef SX_HAVE_sx_bulkstat
+	error = sx_bulkstat(ki->ki_mp, kb->kb_fd, &kb->kb_stat);
+#endif
+	sx_kinst_put(ki);
+	if (!error && copy_to_user(uarg, kb, sizeof(*kb)))
+		error = -EFAULT;
+	kfree(kb);
+	return error;
+}
+
 /* The features the engine has today. */
 static u32 sx_kctl_features(void)
 {
@@ -598,6 +658,9 @@ static u32 sx_kctl_features(void)
 #endif
 #ifdef SX_HAVE_sx_swap_file_range
 	f |= SX_KCTL_FEAT_SWAPRANGE;
+#endif
+#ifdef SX_HAVE_sx_swapext
+	f |= SX_KCTL_FEAT_SWAPEXT;
 #endif
 #ifdef SX_FAULT_INJECTION
 	f |= SX_KCTL_FEAT_FAULTS;
@@ -662,6 +725,10 @@ static long sx_kctl_ioctl(struct file *file, unsigned int cmd, unsigned long arg
 		return sx_kctl_select(file, uarg);
 	case FISWAPRANGE:
 		return sx_kctl_swaprange(file, uarg);
+	case XFS_IOC_SWAPEXT:
+		return sx_kctl_swapext(file, uarg);
+	case SX_KCTL_BULKSTAT:
+		return sx_kctl_bulkstat(uarg);
 	}
 	return -ENOTTY;
 }

@@ -61,6 +61,8 @@ need_cmocka()	{ can_link "stdarg.h stddef.h setjmp.h stdint.h cmocka.h" \
 			'_cmocka_run_group_tests("x", 0, 0, 0, 0)' "-lcmocka"; }
 need_lcov()	{ have_cmd lcov && have_cmd genhtml && have_cmd gcov; }
 need_clang()	{ have_cmd clang; }
+# XFS's uapi header: test_swapext_compat checks our XFS_IOC_SWAPEXT layouts against it
+need_xfshdr()	{ [ -f /usr/include/xfs/xfs_fs.h ]; }
 need_kmod()	{ can_link "libkmod.h" 'kmod_new(0, 0)' "-lkmod"; }
 # Debian's 6.1 kernel (bookworm): what the module builds against and kcheck boots
 need_kheaders()	{ compgen -G '/usr/src/linux-headers-6.1*-amd64/Makefile' > /dev/null; }
@@ -81,6 +83,7 @@ build libkmod-dev libkmod need_kmod
 test libcmocka-dev cmocka_unit_tests need_cmocka
 coverage lcov lcov/genhtml need_lcov
 all clang clang need_clang
+all xfslibs-dev XFS_headers need_xfshdr
 kernel linux-headers-amd64 Linux_6.1_headers need_kheaders
 kernel linux-image-amd64 Linux_6.1_kernel_image need_kimage
 kernel qemu-system-x86 qemu-system-x86_64 need_qemu

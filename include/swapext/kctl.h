@@ -15,12 +15,16 @@
  * CLOSE or DETACH.  FISWAPRANGE is the patch set's own number and struct:
  * it is issued on a control device file that SELECT bound to an instance and
  * a descriptor (file2), and file1_fd is another descriptor of that instance.
+ * XFS_IOC_SWAPEXT (include/swapext/swapext_compat.h), XFS's number and
+ * struct too, is issued on a SELECTed control file as well: the binding
+ * only names the instance, sx_fdtarget and sx_fdtmp are its descriptors.
  */
 #ifndef SWAPEXT_KCTL_H
 #define SWAPEXT_KCTL_H
 
 #include "sx_platform.h"
 #include <swapext/fsr.h>
+#include <swapext/swapext_compat.h>
 
 #define SX_KCTL_NAME		"swapext-ctl"
 #define SX_KCTL_PATH		"/dev/swapext-ctl"
@@ -44,6 +48,7 @@ struct sx_kctl_version {
 #define SX_KCTL_FEAT_CLONE	(1u << 1)
 #define SX_KCTL_FEAT_SWAPRANGE	(1u << 2)
 #define SX_KCTL_FEAT_FAULTS	(1u << 3)	/* fault sites can be armed */
+#define SX_KCTL_FEAT_SWAPEXT	(1u << 4)	/* XFS_IOC_SWAPEXT (swapext_compat.h) */
 
 /* ATTACH: mount the filesystem on a block device (log recovery runs). */
 struct sx_kctl_attach {
@@ -171,6 +176,13 @@ struct sx_kctl_select {
 	s32	ks_fd;
 };
 
+/* BULKSTAT: the bulkstat record of descriptor kb_fd (sx_bulkstat()), for XFS_IOC_SWAPEXT. */
+struct sx_kctl_bulkstat {
+	u32			kb_id;		/* in */
+	s32			kb_fd;		/* in */
+	struct sx_xfs_bstat	kb_stat;	/* out */
+};
+
 #define SX_KCTL_VERSION		SX_IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version)
 #define SX_KCTL_ATTACH		SX_IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach)
 #define SX_KCTL_DETACH		SX_IOWR(SX_KCTL_TYPE, 2, struct sx_kctl_id)
@@ -191,7 +203,8 @@ struct sx_kctl_select {
 #define SX_KCTL_PWRITE		SX_IOWR(SX_KCTL_TYPE, 25, struct sx_kctl_rw)
 #define SX_KCTL_CLONE		SX_IOW(SX_KCTL_TYPE, 26, struct sx_kctl_clone)
 #define SX_KCTL_SELECT		SX_IOW(SX_KCTL_TYPE, 27, struct sx_kctl_select)
-/* FISWAPRANGE (include/swapext/fsr.h) on a SELECTed control file */
+#define SX_KCTL_BULKSTAT	SX_IOWR(SX_KCTL_TYPE, 28, struct sx_kctl_bulkstat)
+/* FISWAPRANGE (include/swapext/fsr.h) and XFS_IOC_SWAPEXT on a SELECTed control file */
 
 /* The layouts are the ABI: same sizes for every caller, no implicit padding. */
 _Static_assert(sizeof(struct sx_kctl_version) == 16, "sx_kctl_version changed size");
@@ -205,5 +218,6 @@ _Static_assert(sizeof(struct sx_kctl_file) == 272, "sx_kctl_file changed size");
 _Static_assert(sizeof(struct sx_kctl_rw) == 40, "sx_kctl_rw changed size");
 _Static_assert(sizeof(struct sx_kctl_clone) == 16, "sx_kctl_clone changed size");
 _Static_assert(sizeof(struct sx_kctl_select) == 8, "sx_kctl_select changed size");
+_Static_assert(sizeof(struct sx_kctl_bulkstat) == 144, "sx_kctl_bulkstat changed size");
 
 #endif /* SWAPEXT_KCTL_H */

@@ -209,6 +209,25 @@ case "$ver" in
 	ha=$(holds "$id" "$fa")
 	hb=$(holds "$id" "$fb")
 	[ "$ha" = B ] && [ "$hb" = A ] && pass "swap-contents" || fail "swap-contents: a $ha, b $hb"
+	# XFS_IOC_SWAPEXT: a stale record is refused, a fresh one swaps back
+	# and forth, a length that is not both sizes is EFAULT
+	case "$ver" in
+	*swapext*)
+		out=$(swapext kmod swapext -s "$id" "$fb" "$fa" $len 2>&1)
+		case "$out" in *"busy"*) pass "swapext-stale-ebusy" ;; *) fail "swapext-stale-ebusy: $out" ;; esac
+		out=$(swapext kmod swapext "$id" "$fb" "$fa" $((len - 4)) 2>&1)
+		case "$out" in *"Bad address"*) pass "swapext-not-full-efault" ;; *) fail "swapext-not-full-efault: $out" ;; esac
+		check "swapext" swapext kmod swapext "$id" "$fb" "$fa" $len
+		ha=$(holds "$id" "$fa")
+		hb=$(holds "$id" "$fb")
+		[ "$ha" = A ] && [ "$hb" = B ] && pass "swapext-contents" || fail "swapext-contents: a $ha, b $hb"
+		check "swapext-again" swapext kmod swapext "$id" "$fb" "$fa" $len
+		ha=$(holds "$id" "$fa")
+		hb=$(holds "$id" "$fb")
+		[ "$ha" = B ] && [ "$hb" = A ] && pass "swapext-contents-again" || fail "swapext-contents-again: a $ha, b $hb"
+		;;
+	*) fail "swapext: the module does not say it has XFS_IOC_SWAPEXT ($ver)" ;;
+	esac
 	case "$ver" in
 	*faults*)
 		check "swap-arm-commit-error" swapext kmod fault trans_commit 6 5

@@ -19,6 +19,7 @@
 _Static_assert(FISWAPRANGE == _IOWR('X', 129, struct file_swap_range), "FISWAPRANGE");
 _Static_assert(sizeof(struct file_swap_range) == 120, "struct file_swap_range");
 _Static_assert(SX_KCTL_ATTACH == _IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach), "ATTACH");
+_Static_assert(XFS_IOC_SWAPEXT == _IOWR('X', 109, struct sx_xfs_swapext), "XFS_IOC_SWAPEXT");
 
 #define KMOD_DEFAULT_PATH	"swapext.ko"
 
@@ -36,7 +37,8 @@ static const char kmod_usage[] =
 	"       swapext kmod create|open ID NAME | close|fsync ID FD\n"
 	"       swapext kmod pwrite ID FD OFF TEXT | pread ID FD OFF LEN\n"
 	"       swapext kmod clone ID DST_FD SRC_FD\n"
-	"       swapext kmod swaprange ID FILE2_FD FILE1_FD OFF1 OFF2 LEN [FLAGS]\n";
+	"       swapext kmod swaprange ID FILE2_FD FILE1_FD OFF1 OFF2 LEN [FLAGS]\n"
+	"       swapext kmod swapext [-s] ID TARGET_FD TMP_FD LEN   (-s: a stale record)\n";
 
 /* Parse an unsigned number (any base strtoull takes); false if it is not one. */
 static bool kmod_num(const char *s, u64 *v)
@@ -439,6 +441,54 @@ static int kmod_swaprange(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * swapext [-s] ID TARGET_FD TMP_FD LEN: XFS_IOC_SWAPEXT as xfs_fsr issues
+ * it, with the target's bulkstat record taken just before (-s: one made
+ * stale by a changed mtime, which the module must refuse with EBUSY)
+ */
+static int kmod_swapext(int argc, char **argv)
+{
+	struct sx_kctl_bulkstat kb;
+	struct sx_kctl_select ks;
+	struct sx_xfs_swapext sx;
+	bool stale = argc > 0 && !strcmp(argv[0], "-s");
+	u64 id, target, tmp, len;
+	int fd, ret = 0;
+
+	if (stale) {
+		argc--;
+		argv++;
+	}
+	if (argc != 4 || !kmod_num(argv[0], &id) || !kmod_num(argv[1], &target) ||
+	    !kmod_num(argv[2], &tmp) || !kmod_num(argv[3], &len) || len > INT64_MAX ||
+	    target > INT32_MAX || tmp > INT32_MAX)
+		return tool_fail("swapext: ID TARGET_FD TMP_FD LEN expected");
+	memset(&kb, 0, sizeof(kb));
+	kb.kb_id = (u32)id;
+	kb.kb_fd = (s32)target;
+	if (kmod_ioctl(SX_KCTL_BULKSTAT, &kb, "swapext: bulkstat"))
+		return 1;
+	memset(&sx, 0, sizeof(sx));
+	sx.sx_version = SX_XFS_SX_VERSION;
+	sx.sx_fdtarget = (s64)target;
+	sx.sx_fdtmp = (s64)tmp;
+	sx.sx_length = (s64)len;
+	sx.sx_stat = kb.kb_stat;
+	if (stale)
+		sx.sx_stat.bs_mtime.tv_nsec ^= 1;
+	fd = kmod_ctl_open();
+	if (fd < 0)
+		return 1;
+	ks.ks_id = (u32)id;
+	ks.ks_fd = (s32)target;
+	if (ioctl(fd, SX_KCTL_SELECT, &ks) < 0 || ioctl(fd, XFS_IOC_SWAPEXT, &sx) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret)
+		return tool_error(ret, "swapext");
+	return 0;
+}
+
 /* swapext kmod SUBCOMMAND ... */
 int cmd_kmod(int argc, char **argv)
 {
@@ -461,10 +511,11 @@ int cmd_kmod(int argc, char **argv)
 		memset(&kv, 0, sizeof(kv));
 		if (kmod_ioctl(SX_KCTL_VERSION, &kv, "version"))
 			return 1;
-		printf("abi %u features 0x%x%s%s%s%s instances %u\n", kv.kv_abi, kv.kv_features,
+		printf("abi %u features 0x%x%s%s%s%s%s instances %u\n", kv.kv_abi, kv.kv_features,
 		       kv.kv_features & SX_KCTL_FEAT_FILES ? " files" : "",
 		       kv.kv_features & SX_KCTL_FEAT_CLONE ? " clone" : "",
 		       kv.kv_features & SX_KCTL_FEAT_SWAPRANGE ? " swaprange" : "",
+		       kv.kv_features & SX_KCTL_FEAT_SWAPEXT ? " swapext" : "",
 		       kv.kv_features & SX_KCTL_FEAT_FAULTS ? " faults" : "", kv.kv_instances);
 		return 0;
 	}
@@ -500,6 +551,8 @@ int cmd_kmod(int argc, char **argv)
 		return kmod_clone(argc, argv);
 	if (!strcmp(cmd, "swaprange"))
 		return kmod_swaprange(argc, argv);
+	if (!strcmp(cmd, "swapext"))
+		return kmod_swapext(argc, argv);
 	fprintf(stderr, "swapext kmod: unknown subcommand '%s'\n%s", cmd, kmod_usage);
 	return 1;
 }

@@ -27,6 +27,9 @@ static const struct tool_cmd tool_cmds[] = {
 	  "verify everything on disk (-s: not who owns each block); exit 1 on any problem" },
 	{ "io", cmd_io, "IMAGE -c CMD [-c CMD]...",
 	  "run file commands on a mounted image, in order, like xfs_io (see README)" },
+	{ "defrag", cmd_defrag, "IMAGE [-n MAXFILES] [-t THRESHOLD] [-v]",
+	  "rewrite the most fragmented files (at least THRESHOLD extents, default 2; at most\n"
+	  "      MAXFILES of them) into contiguous space through XFS_IOC_SWAPEXT, like xfs_fsr" },
 	{ "demo", cmd_demo, "[-j] [-S SEED] [IMAGE]",
 	  "an atomic file update, then a large swap cut by a power loss and finished by recovery (-j: a metadata workload instead; IMAGE default build/demo.img)" },
 	{ "kmod", cmd_kmod, "load|unload|selftest|attach|detach|shutdown|... (kmod help)",

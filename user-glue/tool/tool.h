@@ -20,6 +20,7 @@ int cmd_logprint(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_io(int argc, char **argv);
+int cmd_defrag(int argc, char **argv);
 
 /* tool_usage() - print the usage line of @cmd (NULL: all) to stderr; returns 1 */
 int tool_usage(const char *cmd);

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Crash tests of defragmentation (sx_defrag_file(), what `swapext defrag`
+ * runs on each file): the copy into a tmpfile, its sync, the
+ * XFS_IOC_SWAPEXT swap and the close that frees the old blocks.
+ *
+ * A file of tagged blocks, fragmented by being written in turn with
+ * another (one-block extents), with punched holes, an unwritten range and
+ * a partial block at EOF, is defragmented on a crash-emulating device.  The
+ * power is cut at every 4th device write of the whole run (mount, defrag,
+ * unmount; every write with SX_CRASH_LEVEL=long, every 12th with quick),
+ * with the volatile writes kept, dropped or torn.  After recovery:
+ * - the file holds exactly its original data, block by block, and its size:
+ *   defragmenting never changes data, whichever blocks hold it;
+ * - the other file is untouched;
+ * - with the atomic_swap feature, the layout is all old or all new (the
+ *   file's extent count is the original's or the defragmented one's);
+ * - the checker is clean: every block has its owner, so the tmpfile (on the
+ *   unlinked list) and whatever blocks it held were freed by recovery;
+ * - a second recovery changes nothing.
+ * The same runs on an image without atomic_swap, where the swap is the
+ * non-atomic chain of steps.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "sxswap.h"
+#include <swapext/swapext_compat.h>
+
+#define BS		1024u
+#define IMG		(8ull << 20)
+#define LOGBLOCKS	1024u
+#define NBLK		200u		/* blocks of the fragmented file */
+
+struct cfg {
+	const char	*name;
+	bool		atomic;
+};
+
+static u64 passed, failed, crash_points;
+static struct sx_bdev *pristine;
+static struct sxs_file *model[2];	/* 0: the file defragmented, 1: the other */
+static u32 ext_before, ext_after;	/* extent counts of an uncut run */
+static const char *const names[2] = { "frag", "other" };
+static u64 tmpfiles_freed;		/* recoveries that freed the tmpfile */
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		failed++; \
+		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		return -1; \
+	} \
+} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The extent count of bytes [0, size) of @fd. */
+static u32 extents(struct sx_mount *mp, int fd)
+{
+	struct sx_stat st;
+	u32 n = 0;
+
+	VERIFY(sx_fstat(mp, fd, &st) == 0);
+	if (st.st_size)
+		VERIFY(sx_fiemap(mp, fd, 0, st.st_size, NULL, 0, &n) == 0);
+	return n;
+}
+
+/* The pristine image: frag and other written a block each in turn, then holes and more. */
+static void make_pristine(const struct cfg *c)
+{
+	struct sx_mount *mp;
+	u64 i;
+	int f;
+
+	pristine = sxs_mkimg(IMG, BS, LOGBLOCKS, c->atomic);
+	VERIFY(sx_mount(pristine, NULL, &mp) == 0);
+	for (f = 0; f < 2; f++) {
+		model[f] = sxs_file_new(NBLK + 8);
+		VERIFY(sx_create(mp, names[f], 0644, &model[f]->sf_fd) == 0);
+	}
+	for (i = 0; i < NBLK; i++)
+		for (f = 0; f < 2; f++)
+			VERIFY(sxs_write(mp, BS, model[f], i, sxs_tag((u32)f, i, 1)) == 0);
+	/* holes: every 25th block and a run */
+	for (i = 0; i < NBLK; i += 25) {
+		VERIFY(sx_punch(mp, model[0]->sf_fd, i * BS, BS) == 0);
+		model[0]->sf_tag[i] = 0;
+	}
+	VERIFY(sx_punch(mp, model[0]->sf_fd, 60 * BS, 15 * BS) == 0);
+	/* an unwritten range: reads as zeroes, stays unwritten */
+	VERIFY(sx_punch(mp, model[0]->sf_fd, 140 * BS, 10 * BS) == 0);
+	VERIFY(sx_fallocate(mp, model[0]->sf_fd, 140 * BS, 10 * BS) == 0);
+	for (i = 60; i < 75; i++)
+		model[0]->sf_tag[i] = 0;
+	for (i = 140; i < 150; i++)
+		model[0]->sf_tag[i] = 0;
+	/* a partial block at EOF, beyond a hole */
+	VERIFY(sx_truncate(mp, model[0]->sf_fd, (NBLK + 3) * BS + 200) == 0);
+	model[0]->sf_size = (NBLK + 3) * BS + 200;
+	ext_before = extents(mp, model[0]->sf_fd);
+	for (f = 0; f < 2; f++)
+		VERIFY(sx_close(mp, model[f]->sf_fd) == 0);
+	VERIFY(sx_unmount(mp) == 0);
+}
+
+/* Mount @bd, defragment frag, unmount; 0 only if all of it succeeded. */
+static int workload(struct sx_bdev *bd, struct sx_defrag_result *res)
+{
+	struct sx_mount *mp;
+	int fd, error, e2;
+
+	memset(res, 0, sizeof(*res));
+	error = sx_mount(bd, NULL, &mp);
+	if (error)
+		return error;
+	error = sx_open(mp, names[0], &fd);
+	if (!error) {
+		error = sx_defrag_file(mp, fd, 0, res);
+		e2 = sx_close(mp, fd);
+		if (!error)
+			error = e2;
+	}
+	e2 = sx_unmount(mp);
+	return error ? error : e2;
+}
+
+static void check_report(void *arg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!getenv("SX_TEST_VERBOSE"))
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Both files hold their original data; frag is in the old or new layout. */
+static int files_ok(const struct cfg *c, struct sx_mount *mp, const char *what)
+{
+	char msg[160];
+	u32 n;
+	int f, bad = 0;
+
+	for (f = 0; f < 2; f++) {
+		CHECK(sx_open(mp, names[f], &model[f]->sf_fd) == 0, "%s: open %s", what,
+		      names[f]);
+		if (sxs_verify(mp, BS, model[f], msg, sizeof(msg))) {
+			fprintf(stderr, "FAIL %s: %s: %s\n", what, names[f], msg);
+			bad = 1;
+		}
+	}
+	n = extents(mp, model[0]->sf_fd);
+	for (f = 0; f < 2; f++)
+		sx_close(mp, model[f]->sf_fd);
+	if (bad) {
+		failed++;
+		return -1;
+	}
+	CHECK(!c->atomic || n == ext_before || n == ext_after,
+	      "%s: %u extents, neither the old %u nor the new %u", what, n, ext_before,
+	      ext_after);
+	CHECK(n <= ext_before, "%s: %u extents, more than the %u before",
+	      what, n, ext_before);
+	return 0;
+}
+
+/* Recover @bd and check it. */
+static int recover_and_verify(const struct cfg *c, struct sx_bdev *bd, const char *what)
+{
+	struct sx_recovery_stats rs;
+	struct sx_mount *mp;
+	struct sx_bdev *once;
+	u64 problems = 0;
+	int error, bad;
+
+	error = sx_mount(bd, NULL, &mp);
+	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
+	sx_get_recovery_stats(mp, &rs);
+	/* the only nameless file there can be is the defrag's tmpfile */
+	if (rs.rs_unlinked > 1) {
+		sx_unmount(mp);
+		CHECK(rs.rs_unlinked <= 1, "%s: recovery freed %llu unlinked inodes", what,
+		      (unsigned long long)rs.rs_unlinked);
+	}
+	tmpfiles_freed += rs.rs_unlinked;
+	bad = files_ok(c, mp, what);
+	error = sx_unmount(mp);
+	if (bad)
+		return -1;
+	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
+	error = sx_check(bd, check_report, NULL, &problems);
+	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems (%llu unlinked freed)",
+	      what, error, (unsigned long long)problems, (unsigned long long)rs.rs_unlinked);
+	once = sxt_bdev_copy(bd);
+	error = sx_mount(bd, NULL, &mp);
+	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
+	error = sx_unmount(mp);
+	CHECK(error == 0, "%s: second unmount", what);
+	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
+	sx_bdev_destroy(once);
+	return 0;
+}
+
+/* One cut at write @w in @mode, then recovery and the checks. */
+static void crash_at(const struct cfg *c, u64 w, enum sx_crash_mode mode)
+{
+	static const char *const mnames[] = { "keep", "drop", "tear", "random" };
+	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+	struct sx_defrag_result res;
+	struct sx_crashdev *cd;
+	char what[96];
+	int error;
+
+	VERIFY(sx_crashdev_create(img, w * 7 + mode, &cbd, &cd) == 0);
+	sx_crashdev_cut_at_write(cd, w, mode);
+	error = workload(cbd, &res);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "%s write %llu %s", c->name, (unsigned long long)w,
+		 mnames[mode]);
+	crash_points++;
+	if (error == 0) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
+	} else if (recover_and_verify(c, img, what) == 0) {
+		passed++;
+	}
+	sx_bdev_destroy(img);
+}
+
+static void run_cfg(const struct cfg *c, u64 step)
+{
+	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	struct sx_crashdev_stats st;
+	struct sx_defrag_result res;
+	struct sx_bdev *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_mount *mp;
+	int error, fd;
+	double t0;
+	u64 w, before = crash_points;
+	u32 m;
+
+	make_pristine(c);
+
+	/* the uncut run: it defragments, and how many writes it takes */
+	img = sxt_bdev_copy(pristine);
+	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+	t0 = now_s();
+	error = workload(cbd, &res);
+	sx_crashdev_get_stats(cd, &st);
+	sx_bdev_destroy(cbd);
+	if (error || res.dr_skipped != SX_DEFRAG_DONE) {
+		failed++;
+		fprintf(stderr, "FAIL %s: the uncut defrag: %s, %s\n", c->name,
+			sx_strerror(error), sx_defrag_skip_name(res.dr_skipped));
+	} else {
+		VERIFY(sx_mount(img, NULL, &mp) == 0);
+		VERIFY(sx_open(mp, names[0], &fd) == 0);
+		ext_after = extents(mp, fd);
+		sx_close(mp, fd);
+		VERIFY(sx_unmount(mp) == 0);
+		if (ext_after != res.dr_ideal || ext_after >= ext_before) {
+			failed++;
+			fprintf(stderr, "FAIL %s: %u -> %u extents, the fewest is %u\n",
+				c->name, ext_before, ext_after, res.dr_ideal);
+		} else if (recover_and_verify(c, img, "uncut run") == 0) {
+			passed++;
+		}
+	}
+	sx_bdev_destroy(img);
+	printf("%s: %u -> %u extents, %llu bytes copied in %.3f s; %llu writes, %llu flushes; "
+	       "cutting every %llu\n", c->name, ext_before, ext_after,
+	       (unsigned long long)res.dr_bytes, now_s() - t0, (unsigned long long)st.cs_writes,
+	       (unsigned long long)st.cs_flushes, (unsigned long long)step);
+
+	for (w = 1; w <= st.cs_writes; w += step)
+		for (m = 0; m < 3; m++)
+			crash_at(c, w, modes[(m + w) % 3]);
+	printf("%s: %llu crash points\n", c->name, (unsigned long long)(crash_points - before));
+	sxs_file_free(model[0]);
+	sxs_file_free(model[1]);
+	sx_bdev_destroy(pristine);
+}
+
+int main(void)
+{
+	const char *lv = getenv("SX_CRASH_LEVEL");
+	const struct cfg atomic = { "atomic", true }, nonatomic = { "nonatomic", false };
+	u64 step = 4;
+
+	if (lv && !strcmp(lv, "quick"))
+		step = 12;
+	else if (lv && !strcmp(lv, "long"))
+		step = 1;
+	sx_thread_enter();
+	sxt_quiet();
+	run_cfg(&atomic, step);
+	run_cfg(&nonatomic, step);
+	printf("crash points: %llu (recovery freed the tmpfile after %llu of them)\n",
+	       (unsigned long long)crash_points, (unsigned long long)tmpfiles_freed);
+	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
+	       (unsigned long long)failed);
+	return failed ? 1 : 0;
+}
