@@ -15,308 +15,231 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include "sxtool.h"
 
-static char tool[1024];
-static char dir[1024];
 static char image[1100];
-
-/* What one run of the tool did. */
-struct run {
-	int	status;
-	char	*out;
-	char	*err;
-};
-
-/* Read a whole file into a new string. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	size_t cap = 4096, len = 0, n;
-	char *buf = malloc(cap);
-
-	assert_non_null(f);
-	assert_non_null(buf);
-	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-		len += n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-	}
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
-/* Run "tool ARGS" with stdout and stderr captured. */
-static void __attribute__((format(printf, 2, 3)))
-run(struct run *r, const char *fmt, ...)
-{
-	char args[4096], cmd[8192], outp[1100], errp[1100];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(outp, sizeof(outp), "%s/out.txt", dir);
-	snprintf(errp, sizeof(errp), "%s/err.txt", dir);
-	snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>'%s' </dev/null", tool, args, outp, errp);
-	st = system(cmd);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r->out = slurp(outp);
-	r->err = slurp(errp);
-	if (getenv("SX_TEST_VERBOSE"))
-		fprintf(stderr, "$ swapext %s -> %d\n%s%s", args, r->status, r->out, r->err);
-}
-
-/* Free what a run captured. */
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-/* Assert @s contains @sub, showing both if not. */
-#define assert_has(s, sub) do { \
-	if (!strstr((s), (sub))) \
-		fail_msg("expected \"%s\" in:\n%s", (sub), (s)); \
-} while (0)
 
 /* A fresh 32 MiB image with 4 KiB blocks. */
 static void new_image(void)
 {
-	struct run r;
+	struct sxt_run r;
 
 	unlink(image);
-	run(&r, "mkfs -b 4k -s 32m '%s'", image);
+	sxt_tool_run(&r, "mkfs -b 4k -s 32m '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* Skip unless the tool has been built. */
 static int setup(void **state)
 {
-	const char *t = getenv("SX_TOOL"), *d = getenv("SX_TEST_TMPDIR");
-
-	snprintf(tool, sizeof(tool), "%s", t && *t ? t : "build/swapext");
-	if (access(tool, X_OK) != 0) {
-		fprintf(stderr, "test_tool_io: %s is not built\n", tool);
+	if (sxt_tool_setup("tool_io"))
 		return -1;
-	}
-	if (!d || !*d)
-		d = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/sx-io-XXXXXX", d && *d ? d : "/tmp");
-	assert_non_null(mkdtemp(dir));
-	snprintf(image, sizeof(image), "%s/io.img", dir);
+	snprintf(image, sizeof(image), "%s", sxt_path("io.img"));
 	return 0;
 }
 
 /* Remove the scratch directory. */
 static int teardown(void **state)
 {
-	char cmd[1100];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return sxt_tool_teardown();
 }
 
 /* create, pwrite, pread, stat, md5, and the data after another run. */
 static void test_write_read_stat_md5(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_image();
-	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 8k' -c 'pread 0 8k' "
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 8k' -c 'pread 0 8k' "
 		"-c 'pread 4k 1m' -c 'stat' -c 'md5'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "wrote 8192/8192 bytes at offset 0\n");
-	assert_has(r.out, "read 8192/8192 bytes at offset 0\n");
-	assert_has(r.out, "read 4096/1048576 bytes at offset 4096\n");	/* short at EOF */
-	assert_has(r.out, "fd.path = \"a\"\n");
-	assert_has(r.out, "stat.size = 8192\n");
-	assert_has(r.out, "stat.blocks = 2\n");
-	assert_has(r.out, "stat.type = regular file\n");
-	assert_has(r.out, "stat.mode = 0644\n");
-	assert_has(r.out, "stat.nlink = 1\n");
-	assert_has(r.out, "stat.blksize = 4096\n");
-	assert_has(r.out, "221994040b14294bdf7fbc128e66633c  a\n");
+	sxt_assert_has(r.out, "wrote 8192/8192 bytes at offset 0\n");
+	sxt_assert_has(r.out, "read 8192/8192 bytes at offset 0\n");
+	sxt_assert_has(r.out, "read 4096/1048576 bytes at offset 4096\n");	/* short at EOF */
+	sxt_assert_has(r.out, "fd.path = \"a\"\n");
+	sxt_assert_has(r.out, "stat.size = 8192\n");
+	sxt_assert_has(r.out, "stat.blocks = 2\n");
+	sxt_assert_has(r.out, "stat.type = regular file\n");
+	sxt_assert_has(r.out, "stat.mode = 0644\n");
+	sxt_assert_has(r.out, "stat.nlink = 1\n");
+	sxt_assert_has(r.out, "stat.blksize = 4096\n");
+	sxt_assert_has(r.out, "221994040b14294bdf7fbc128e66633c  a\n");
 	assert_int_equal(r.err[0], '\0');
-	run_free(&r);
+	sxt_run_free(&r);
 
 	/* the default pattern is 0xcd; an empty file's md5; pread -v dumps */
-	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'pwrite 8k 4k' -c 'pread -v 8190 4' "
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5' -c 'pwrite 8k 4k' -c 'pread -v 8190 4' "
 		"-c 'create e' -c 'md5'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "221994040b14294bdf7fbc128e66633c  a\n");
-	assert_has(r.out, "00001ffe:  61 61 cd cd");
-	assert_has(r.out, "aa..\n");
-	assert_has(r.out, "d41d8cd98f00b204e9800998ecf8427e  e\n");
-	run_free(&r);
+	sxt_assert_has(r.out, "221994040b14294bdf7fbc128e66633c  a\n");
+	sxt_assert_has(r.out, "00001ffe:  61 61 cd cd");
+	sxt_assert_has(r.out, "aa..\n");
+	sxt_assert_has(r.out, "d41d8cd98f00b204e9800998ecf8427e  e\n");
+	sxt_run_free(&r);
 
-	run(&r, "check '%s'", image);
+	sxt_tool_run(&r, "check '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* truncate, falloc, fpunch and bmap; k/m/g numbers. */
 static void test_truncate_falloc_punch_bmap(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_image();
-	run(&r, "io '%s' -c 'create b' -c 'pwrite -S 1 0 16k' -c 'fpunch 4k 4k' "
+	sxt_tool_run(&r, "io '%s' -c 'create b' -c 'pwrite -S 1 0 16k' -c 'fpunch 4k 4k' "
 		"-c 'falloc 64k 8k' -c 'bmap' -c 'bmap -v' -c 'stat'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "b:\n");
+	sxt_assert_has(r.out, "b:\n");
 	/* [0,4k) mapped, [4k,8k) a hole, [8k,16k) mapped, hole, [64k,72k) unwritten */
-	assert_has(r.out, "\t1: [8..15]: hole\n");
-	assert_has(r.out, "\t3: [32..127]: hole\n");
-	assert_has(r.out, "[128..143]:");
-	assert_has(r.out, " EXT: FILE-OFFSET      BLOCK-RANGE      TOTAL FLAGS\n");
-	assert_has(r.out, "unwritten\n");
-	assert_has(r.out, "stat.size = 73728\n");
-	assert_has(r.out, "stat.blocks = 5\n");
-	run_free(&r);
+	sxt_assert_has(r.out, "\t1: [8..15]: hole\n");
+	sxt_assert_has(r.out, "\t3: [32..127]: hole\n");
+	sxt_assert_has(r.out, "[128..143]:");
+	sxt_assert_has(r.out, " EXT: FILE-OFFSET      BLOCK-RANGE      TOTAL FLAGS\n");
+	sxt_assert_has(r.out, "unwritten\n");
+	sxt_assert_has(r.out, "stat.size = 73728\n");
+	sxt_assert_has(r.out, "stat.blocks = 5\n");
+	sxt_run_free(&r);
 
 	/* unwritten blocks and punched holes read as zeroes */
-	run(&r, "io '%s' -c 'open b' -c 'pread -v 4094 4' -c 'pread -v 65536 16'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open b' -c 'pread -v 4094 4' -c 'pread -v 65536 16'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "00000ffe:  01 01 00 00");
-	assert_has(r.out, "00010000:  00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00");
-	run_free(&r);
+	sxt_assert_has(r.out, "00000ffe:  01 01 00 00");
+	sxt_assert_has(r.out, "00010000:  00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00");
+	sxt_run_free(&r);
 
 	/* sizes with suffixes; truncate down frees */
-	run(&r, "io '%s' -c 'open b' -c 'truncate 1g' -c 'stat' -c 'truncate 2k' -c 'stat' "
+	sxt_tool_run(&r, "io '%s' -c 'open b' -c 'truncate 1g' -c 'stat' -c 'truncate 2k' -c 'stat' "
 		"-c 'bmap'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "stat.size = 1073741824\n");
-	assert_has(r.out, "stat.size = 2048\n");
-	assert_has(r.out, "stat.blocks = 1\n");
-	assert_has(r.out, "\t0: [0..7]: ");
-	run_free(&r);
+	sxt_assert_has(r.out, "stat.size = 1073741824\n");
+	sxt_assert_has(r.out, "stat.size = 2048\n");
+	sxt_assert_has(r.out, "stat.blocks = 1\n");
+	sxt_assert_has(r.out, "\t0: [0..7]: ");
+	sxt_run_free(&r);
 
-	run(&r, "check '%s'", image);
+	sxt_tool_run(&r, "check '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* Names: tmpfile and link, rename, unlink, ls, close. */
 static void test_names(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_image();
-	run(&r, "io '%s' -c 'tmpfile' -c 'pwrite 0 4k' -c 'link t' -c 'close' -c 'create u' "
+	sxt_tool_run(&r, "io '%s' -c 'tmpfile' -c 'pwrite 0 4k' -c 'link t' -c 'close' -c 'create u' "
 		"-c 'rename u v' -c 'create w' -c 'unlink w' -c 'ls'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, " t\n");
-	assert_has(r.out, " v\n");
+	sxt_assert_has(r.out, " t\n");
+	sxt_assert_has(r.out, " v\n");
 	assert_null(strstr(r.out, " u\n"));
 	assert_null(strstr(r.out, " w\n"));
-	run_free(&r);
-	run(&r, "io '%s' -c 'open t' -c 'md5' -c 'stat'", image);
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open t' -c 'md5' -c 'stat'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "5fed275e7617a806f94c173746a2a723  t\n");
-	assert_has(r.out, "stat.nlink = 1\n");
-	run_free(&r);
+	sxt_assert_has(r.out, "5fed275e7617a806f94c173746a2a723  t\n");
+	sxt_assert_has(r.out, "stat.nlink = 1\n");
+	sxt_run_free(&r);
 	/* an unnamed tmpfile is gone after the run */
-	run(&r, "io '%s' -c 'tmpfile' -c 'pwrite 0 64k' -c 'ls'", image);
+	sxt_tool_run(&r, "io '%s' -c 'tmpfile' -c 'pwrite 0 64k' -c 'ls'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
-	run(&r, "check '%s'", image);
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "check '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* clone and clonerange share blocks; the data stays each file's own. */
 static void test_clone(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_image();
-	run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x61 0 12k' -c 'create d' -c 'clone s' "
+	sxt_tool_run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x61 0 12k' -c 'create d' -c 'clone s' "
 		"-c 'md5' -c 'bmap -v' -c 'create e' -c 'clonerange s 4k 8k 4k' -c 'stat' "
 		"-c 'pwrite -S 0x62 8k 4k' -c 'open s' -c 'md5'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "91f5cfcb9dbcf528249c52d12e1731d5  d\n");
-	assert_has(r.out, "shared\n");
-	assert_has(r.out, "stat.size = 12288\n");
-	assert_has(r.out, "stat.flags = reflink\n");
+	sxt_assert_has(r.out, "91f5cfcb9dbcf528249c52d12e1731d5  d\n");
+	sxt_assert_has(r.out, "shared\n");
+	sxt_assert_has(r.out, "stat.size = 12288\n");
+	sxt_assert_has(r.out, "stat.flags = reflink\n");
 	/* s is unchanged by the write to its clone e */
-	assert_has(r.out, "91f5cfcb9dbcf528249c52d12e1731d5  s\n");
-	run_free(&r);
-	run(&r, "check '%s'", image);
+	sxt_assert_has(r.out, "91f5cfcb9dbcf528249c52d12e1731d5  s\n");
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "check '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* The first failing command stops the run with status 1. */
 static void test_errors(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_image();
-	run(&r, "io '%s' -c 'open nope' -c 'ls'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open nope' -c 'ls'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: open: No such file or directory\n");
 	assert_string_equal(r.out, "");		/* ls did not run */
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'pwrite 0 4k'", image);
+	sxt_tool_run(&r, "io '%s' -c 'pwrite 0 4k'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: pwrite: Bad file descriptor\n");
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'create x' -c 'pwrite 0 12q'", image);
+	sxt_tool_run(&r, "io '%s' -c 'create x' -c 'pwrite 0 12q'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: pwrite: Invalid argument\n");
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'create x'", image);
+	sxt_tool_run(&r, "io '%s' -c 'create x'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: create: File exists\n");
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'open x' -c 'truncate 8p'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open x' -c 'truncate 8p'", image);
 	assert_int_equal(r.status, 1);
-	assert_has(r.err, "swapext: truncate: ");
-	run_free(&r);
+	sxt_assert_has(r.err, "swapext: truncate: ");
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'open x' -c 'pwrite 4503599627370496 1'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open x' -c 'pwrite 4503599627370496 1'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: pwrite: File too large\n");
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'open x' -c 'pwrite 0 64m'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open x' -c 'pwrite 0 64m'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: pwrite: No space left on device\n");
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'bogus'", image);
+	sxt_tool_run(&r, "io '%s' -c 'bogus'", image);
 	assert_int_equal(r.status, 1);
-	assert_has(r.err, "bogus");
-	run_free(&r);
+	sxt_assert_has(r.err, "bogus");
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'pread 1'", image);
+	sxt_tool_run(&r, "io '%s' -c 'pread 1'", image);
 	assert_int_equal(r.status, 1);
-	assert_has(r.err, "usage: pread [-v] OFF LEN");
-	run_free(&r);
+	sxt_assert_has(r.err, "usage: pread [-v] OFF LEN");
+	sxt_run_free(&r);
 
-	run(&r, "io '%s'/missing.img -c ls", dir);
+	sxt_tool_run(&r, "io '%s'/missing.img -c ls", sxt_tool_dir());
 	assert_int_equal(r.status, 1);
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "io");
+	sxt_tool_run(&r, "io");
 	assert_int_equal(r.status, 1);
-	assert_has(r.err, "usage: swapext io IMAGE -c CMD [-c CMD]...");
-	run_free(&r);
+	sxt_assert_has(r.err, "usage: swapext io IMAGE -c CMD [-c CMD]...");
+	sxt_run_free(&r);
 
 	/* after all that, the image is still sound */
-	run(&r, "check '%s'", image);
+	sxt_tool_run(&r, "check '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /*
@@ -326,59 +249,59 @@ static void test_errors(void **state)
  */
 static void test_shutdown_recovery(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_image();
-	run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x61 0 8k' -c 'fsync' "
+	sxt_tool_run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x61 0 8k' -c 'fsync' "
 		"-c 'pwrite -S 0x62 8k 4k' -c 'truncate 4k' -c 'create gone' -c 'stat' "
 		"-c 'shutdown'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "stat.size = 0\n");	/* gone's stat */
-	run_free(&r);
+	sxt_assert_has(r.out, "stat.size = 0\n");	/* gone's stat */
+	sxt_run_free(&r);
 
-	run(&r, "info '%s'", image);
+	sxt_tool_run(&r, "info '%s'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "needs recovery");
-	run_free(&r);
+	sxt_assert_has(r.out, "needs recovery");
+	sxt_run_free(&r);
 
-	run(&r, "io '%s' -c 'open s' -c 'stat' -c 'md5' -c 'ls'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open s' -c 'stat' -c 'md5' -c 'ls'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "stat.size = 8192\n");
-	assert_has(r.out, "221994040b14294bdf7fbc128e66633c  s\n");
+	sxt_assert_has(r.out, "stat.size = 8192\n");
+	sxt_assert_has(r.out, "221994040b14294bdf7fbc128e66633c  s\n");
 	assert_null(strstr(r.out, " gone\n"));
-	run_free(&r);
+	sxt_run_free(&r);
 
-	run(&r, "check '%s'", image);
+	sxt_tool_run(&r, "check '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 
 	/* commands after a shutdown fail with an I/O error */
-	run(&r, "io '%s' -c 'open s' -c 'shutdown' -c 'pwrite 0 4k'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open s' -c 'shutdown' -c 'pwrite 0 4k'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: pwrite: Input/output error\n");
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* A fresh 32 MiB image with 4 KiB blocks and the atomic_swap feature. */
 static void new_atomic_image(void)
 {
-	struct run r;
+	struct sxt_run r;
 
 	unlink(image);
-	run(&r, "mkfs -b 4k -s 32m -O atomic_swap '%s'", image);
+	sxt_tool_run(&r, "mkfs -b 4k -s 32m -O atomic_swap '%s'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /* `check IMAGE` passes. */
 static void assert_check_ok(void)
 {
-	struct run r;
+	struct sxt_run r;
 
-	run(&r, "check '%s'", image);
+	sxt_tool_run(&r, "check '%s'", image);
 	if (r.status != 0)
 		fail_msg("check failed:\n%s%s", r.out, r.err);
-	run_free(&r);
+	sxt_run_free(&r);
 }
 
 /*
@@ -388,37 +311,37 @@ static void assert_check_ok(void)
  */
 static void test_update_commit(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_atomic_image();
-	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
 		"-c 'pwrite -S 0x62 4k 4k' -c 'truncate 20000' -c 'md5' -c 'stat' "
 		"-c 'open a' -c 'md5' -c 'close' -c 'commitupdate' -c 'md5' -c 'stat' -c 'ls'",
 	    image);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.err[0], '\0');
-	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a (update)\n");
-	assert_has(r.out, "fd.path = \"a (update)\"\nstat.ino");
-	assert_has(r.out, "stat.nlink = 0\n");
+	sxt_assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a (update)\n");
+	sxt_assert_has(r.out, "fd.path = \"a (update)\"\nstat.ino");
+	sxt_assert_has(r.out, "stat.nlink = 0\n");
 	/* the original, opened again while the update is open: still the old data */
-	assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
+	sxt_assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
 	/* after the commit the current file is the original, with the new data */
-	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\nfd.path = \"a\"\n");
-	assert_has(r.out, "stat.size = 20000\n");
+	sxt_assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\nfd.path = \"a\"\n");
+	sxt_assert_has(r.out, "stat.size = 20000\n");
 	assert_null(strstr(r.out, "(update)\"\nstat.ino = 1029"));
-	run_free(&r);
+	sxt_run_free(&r);
 
 	/* a shrinking update, and the result persists */
-	run(&r, "io '%s' -c 'open a' -c 'startupdate' -c 'truncate 6000' -c 'commitupdate' "
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'startupdate' -c 'truncate 6000' -c 'commitupdate' "
 		"-c 'stat'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "stat.size = 6000\n");
-	run_free(&r);
-	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'ls'", image);
+	sxt_assert_has(r.out, "stat.size = 6000\n");
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5' -c 'ls'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "96a7a21a159d8694116eb94ca2d0d03d  a\n");
+	sxt_assert_has(r.out, "96a7a21a159d8694116eb94ca2d0d03d  a\n");
 	assert_string_equal(strstr(r.out, "\n") + 1, "1029 a\n");	/* no other file */
-	run_free(&r);
+	sxt_run_free(&r);
 	assert_check_ok();
 }
 
@@ -428,46 +351,46 @@ static void test_update_commit(void **state)
  */
 static void test_update_busy(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_atomic_image();
-	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
 		"-c 'pwrite -S 0x63 0 16k' -c 'open a' -c 'pwrite -S 0x62 4k 4k' "
 		"-c 'truncate 20000' -c 'commitupdate' -c 'ls'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: commitupdate: Device or resource busy\n");
 	assert_null(strstr(r.out, "1029 a"));		/* ls did not run */
-	run_free(&r);
-	run(&r, "io '%s' -c 'open a' -c 'md5'", image);
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\n");
-	run_free(&r);
+	sxt_assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\n");
+	sxt_run_free(&r);
 	/* the clone was freed at the end of the run: nothing leaked */
 	assert_check_ok();
 
 	/* a clone into the original is a change too */
-	run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x64 0 4k' -c 'open a' -c 'startupdate' "
+	sxt_tool_run(&r, "io '%s' -c 'create s' -c 'pwrite -S 0x64 0 4k' -c 'open a' -c 'startupdate' "
 		"-c 'open a' -c 'clonerange s 0 0 4k' -c 'commitupdate'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: commitupdate: Device or resource busy\n");
-	run_free(&r);
+	sxt_run_free(&r);
 	assert_check_ok();
 }
 
 /* cancelupdate: the original as it was, the clone gone. */
 static void test_update_cancel(void **state)
 {
-	struct run r;
+	struct sxt_run r;
 
 	new_atomic_image();
-	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k' -c 'startupdate' "
 		"-c 'pwrite -S 0x62 0 64k' -c 'cancelupdate' -c 'md5' -c 'stat'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
-	assert_has(r.out, "fd.path = \"a\"\n");
-	assert_has(r.out, "stat.size = 16384\n");
-	assert_has(r.out, "stat.blocks = 4\n");
-	run_free(&r);
+	sxt_assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
+	sxt_assert_has(r.out, "fd.path = \"a\"\n");
+	sxt_assert_has(r.out, "stat.size = 16384\n");
+	sxt_assert_has(r.out, "stat.blocks = 4\n");
+	sxt_run_free(&r);
 	assert_check_ok();
 }
 
@@ -493,13 +416,13 @@ static void test_update_errors(void **state)
 		{ "-c 'open a' -c 'startupdate' -c 'commitupdate' -c 'commitupdate'",
 		  "swapext: commitupdate: Invalid argument\n" },
 	};
-	struct run r;
+	struct sxt_run r;
 	size_t i;
 
 	new_image();		/* no atomic_swap: commitupdate needs -n */
-	run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k'", image);
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 16k'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *cmds = cases[i].cmds;
 		char fixed[512];
@@ -510,23 +433,23 @@ static void test_update_errors(void **state)
 				 "-c 'commitupdate -n' -c 'commitupdate -n'");
 			cmds = fixed;
 		}
-		run(&r, "io '%s' %s", image, cmds);
+		sxt_tool_run(&r, "io '%s' %s", image, cmds);
 		assert_int_equal(r.status, 1);
 		if (strcmp(r.err, cases[i].err))
 			fail_msg("%s: expected \"%s\", got \"%s\"", cmds, cases[i].err, r.err);
-		run_free(&r);
+		sxt_run_free(&r);
 	}
-	run(&r, "io '%s' -c 'open a' -c 'startupdate' -c 'pwrite -S 0x62 0 4k' "
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'startupdate' -c 'pwrite -S 0x62 0 4k' "
 		"-c 'commitupdate'", image);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "swapext: commitupdate: Operation not supported\n");
-	run_free(&r);
-	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'startupdate' -c 'pwrite -S 0x62 4k 4k' "
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5' -c 'startupdate' -c 'pwrite -S 0x62 4k 4k' "
 		"-c 'truncate 20000' -c 'commitupdate -n' -c 'md5'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
-	assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\n");
-	run_free(&r);
+	sxt_assert_has(r.out, "09b47cf07c9d0ea589e0e2aa7d0d3550  a\n");
+	sxt_assert_has(r.out, "5fdcd74a0264cf222c083cf049d903af  a\n");
+	sxt_run_free(&r);
 	assert_check_ok();
 }
 
@@ -561,15 +484,15 @@ static void test_swaprange_cut(void **state)
 	char cmds[8192], base[1200], cmd[2600];
 	char old_a[33], old_b[33];
 	const char *p;
-	struct run r;
+	struct sxt_run r;
 	unsigned long total, n, step, nold = 0, nnew = 0;
 	size_t len = 0;
 	int i;
 
 	new_atomic_image();
-	run(&r, "io '%s' -c 'create a' -c 'create b'", image);
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'create b'", image);
 	assert_int_equal(r.status, 0);
-	run_free(&r);
+	sxt_run_free(&r);
 	/* blocks of a and b alternate on the device: 64 extents each */
 	for (i = 0; i < 64; i++) {
 		len += snprintf(cmds + len, sizeof(cmds) - len,
@@ -577,45 +500,45 @@ static void test_swaprange_cut(void **state)
 				" -c 'open b' -c 'pwrite -S %d %dk 4k' -c 'close'",
 				i + 1, 4 * i, 128 + i, 4 * i);
 		if (i % 8 == 7) {
-			run(&r, "io '%s' %s", image, cmds);
+			sxt_tool_run(&r, "io '%s' %s", image, cmds);
 			assert_int_equal(r.status, 0);
-			run_free(&r);
+			sxt_run_free(&r);
 			len = 0;
 		}
 	}
-	run(&r, "io '%s' -c 'open a' -c 'md5' -c 'bmap' -c 'open b' -c 'md5'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5' -c 'bmap' -c 'open b' -c 'md5'", image);
 	assert_int_equal(r.status, 0);
-	assert_has(r.out, "\t63: [504..511]: ");
+	sxt_assert_has(r.out, "\t63: [504..511]: ");
 	snprintf(old_a, sizeof(old_a), "%s", md5_in(r.out, "a"));
 	snprintf(old_b, sizeof(old_b), "%s", md5_in(r.out, "b"));
 	assert_int_equal(strlen(old_a), 32);
 	assert_true(strcmp(old_a, old_b) != 0);
-	run_free(&r);
+	sxt_run_free(&r);
 	snprintf(base, sizeof(base), "%s.base", image);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", image, base);
 	assert_int_equal(system(cmd), 0);
 
 	/* how many writes the whole swap takes (the cut comes after it) */
-	run(&r, "io '%s' -c 'open b' -c 'swaprange -x 1000000 a'", image);
+	sxt_tool_run(&r, "io '%s' -c 'open b' -c 'swaprange -x 1000000 a'", image);
 	assert_int_equal(r.status, 0);
 	p = strstr(r.out, "swaprange: done in ");
 	assert_non_null(p);
 	total = strtoul(p + strlen("swaprange: done in "), NULL, 10);
 	assert_true(total > 1);
-	run_free(&r);
+	sxt_run_free(&r);
 
 	step = total > 40 ? total / 40 : 1;
 	for (n = 1; n < total; n += step) {
 		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", base, image);
 		assert_int_equal(system(cmd), 0);
-		run(&r, "io '%s' -c 'open b' -c 'swaprange -x %lu a' -c 'stat'", image, n);
-		assert_has(r.out, "swaprange: power cut after write");
+		sxt_tool_run(&r, "io '%s' -c 'open b' -c 'swaprange -x %lu a' -c 'stat'", image, n);
+		sxt_assert_has(r.out, "swaprange: power cut after write");
 		/* the device is dead: the command after the cut fails */
 		assert_int_equal(r.status, 1);
-		assert_has(r.err, "swapext: stat: Input/output error\n");
+		sxt_assert_has(r.err, "swapext: stat: Input/output error\n");
 		assert_null(strstr(r.out, "stat.size"));
-		run_free(&r);
-		run(&r, "io '%s' -c 'open a' -c 'md5' -c 'open b' -c 'md5'", image);
+		sxt_run_free(&r);
+		sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5' -c 'open b' -c 'md5'", image);
 		assert_int_equal(r.status, 0);
 		if (!strcmp(md5_in(r.out, "a"), old_a) && !strcmp(md5_in(r.out, "b"), old_b))
 			nold++;
@@ -624,7 +547,7 @@ static void test_swaprange_cut(void **state)
 		else
 			fail_msg("cut after write %lu of %lu: a %s, b %s: neither old nor new",
 				 n, total, md5_in(r.out, "a"), md5_in(r.out, "b"));
-		run_free(&r);
+		sxt_run_free(&r);
 		assert_check_ok();
 	}
 	if (getenv("SX_TEST_VERBOSE"))
