@@ -99,6 +99,17 @@ static void run(struct sx_bdev *pristine, u64 n, u32 bs, const char *name, u64 f
 		       (double)(l1.ls_trans - l0.ls_trans) / n,
 		       (double)(l1.ls_bytes - l0.ls_bytes) / n,
 		       (unsigned long long)(d1.ds_steps - d0.ds_steps));
+		printf("%-9s  log: %llu records, %llu forces (%llu because the queue was full), "
+		       "%llu checkpoints, %llu space waits; %llu ops (%llu bytes) dropped as "
+		       "relogged, %llu intent/done pairs dropped\n", "",
+		       (unsigned long long)(l1.ls_records - l0.ls_records),
+		       (unsigned long long)(l1.ls_forces - l0.ls_forces),
+		       (unsigned long long)(l1.ls_pushes - l0.ls_pushes),
+		       (unsigned long long)(l1.ls_checkpoints - l0.ls_checkpoints),
+		       (unsigned long long)(l1.ls_space_waits - l0.ls_space_waits),
+		       (unsigned long long)(l1.ls_ops_dropped - l0.ls_ops_dropped),
+		       (unsigned long long)(l1.ls_bytes_dropped - l0.ls_bytes_dropped),
+		       (unsigned long long)(l1.ls_whiteouts - l0.ls_whiteouts));
 	}
 	sx_close(mp, fa);
 	sx_close(mp, fb);

@@ -14,6 +14,7 @@
 #include "util.h"
 
 struct sx_trans;
+struct sx_cil_trans;
 
 /* Per-type verifier: the generic header checks run first. */
 struct sx_buf_ops {
@@ -69,6 +70,15 @@ struct sx_buf {
 	void		*b_orig;	/* contents before this transaction, for cancel */
 	u32		b_tcost;	/* worst-case log bytes of its changes */
 	u64		b_logmap[SX_BUF_MAP_WORDS];
+	/*
+	 * Its newest op in the log's queue (log_cil.c), valid while
+	 * b_cil_group is the open group: set by the commit of the
+	 * transaction holding b_lock, under the log lock.
+	 */
+	u64		b_cil_group;	/* 0: none */
+	struct sx_cil_trans *b_cil_ct;
+	u32		b_cil_op;
+	u64		b_cilmap[SX_BUF_MAP_WORDS];	/* the chunks that op logs */
 };
 
 /* Cache statistics, for tests and benchmarks. */

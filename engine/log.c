@@ -6,73 +6,19 @@
  * Locks: l_force_lock serialises everything that writes the log or moves
  * the tail (forces and checkpoints), so a checkpoint never computes a tail
  * while a force has written records whose buffers are not yet unpinned.
- * l_lock covers the state read by reservations and commits.  Order:
- * l_force_lock, then l_lock, then the buffer cache lock.
+ * l_lock covers the state read by reservations and commits, the queue
+ * included.  Order: l_force_lock, then l_lock, then the buffer cache lock.
+ *
+ * Space: a reservation holds blocks in l_grant only while its transaction
+ * is open; at commit it gives them back and the queue's groups count what
+ * they will really take (l_cil_blocks, then l_force_blocks while a force
+ * writes them), which is never more than what was reserved.
  */
 #include "util.h"
-#include "log.h"
+#include "log_priv.h"
+#include "item.h"
 #include "buf.h"
 #include "mount.h"
-
-#define SX_LOG_HDR_BYTES	sizeof(struct sx_dlog_rec)
-
-/* A committed transaction waiting for a force. */
-struct sx_cil_trans {
-	struct sx_list	ct_list;
-	u64		ct_tid;
-	void		*ct_ops;
-	u32		ct_len;
-	u32		ct_nops;
-	u32		ct_res_blocks;
-	u32		ct_nbufs;
-	u32		ct_nintents;
-	u32		ct_ndones;
-	u64		ct_lsn;		/* record it went into */
-	struct sx_buf	**ct_bufs;
-	u64		*ct_ids;	/* intents, then dones */
-};
-
-/* An intent whose done item is not yet durable. */
-struct sx_log_intent {
-	struct sx_list	li_list;
-	u64		li_id;
-	u64		li_lsn;		/* 0 until its record is written */
-};
-
-/* A record between the tail and the head. */
-struct sx_log_recinfo {
-	u64		ri_lsn;
-	u32		ri_prev_crc;
-};
-
-struct sx_log {
-	struct sx_mutex	l_force_lock;
-	struct sx_mutex	l_lock;
-	struct sx_cond	l_space;
-	u64		l_start;	/* device block of log block 0 */
-	u32		l_size;		/* blocks */
-	u32		l_bsize;
-	u32		l_max_rec_blocks;
-	/* the head: where the next record goes */
-	u32		l_cycle;
-	u32		l_head;
-	u32		l_prev_crc;	/* CRC of the record before the head */
-	u64		l_tail;		/* LSN, as in the superblock */
-	u32		l_epoch;
-	bool		l_epoch_written;
-	u64		l_next_tid;
-	u32		l_next_intent;
-	u32		l_grant;	/* blocks reserved by open or queued transactions */
-	struct sx_atomic l_data_dirty;	/* data written in place since the last flush */
-	struct sx_list	l_cil;
-	struct sx_list	l_intents;
-	u32		l_nintents;
-	struct sx_log_recinfo *l_recs;
-	u32		l_nrecs;
-	u32		l_recs_cap;
-	u8		*l_iobuf;	/* one record */
-	struct sx_log_stats l_stats;
-};
 
 /* The largest record for a log of @logblocks blocks of @blocksize. */
 u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize)
@@ -86,7 +32,7 @@ u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize)
 /* The largest reservation a transaction may have. */
 u32 sx_log_max_trans_bytes(const struct sx_mount *mp)
 {
-	return mp->m_log->l_max_rec_blocks * mp->m_log->l_bsize - SX_LOG_HDR_BYTES;
+	return sx_log_rec_max_bytes(mp->m_log);
 }
 
 /* Blocks between the tail and the head. */
@@ -102,7 +48,8 @@ static u32 sx_log_used(const struct sx_log *log)
 /* Blocks a new reservation may take: one record's worth stays free for a wrap. */
 static u32 sx_log_avail(const struct sx_log *log)
 {
-	u64 busy = (u64)sx_log_used(log) + log->l_grant + log->l_max_rec_blocks + 1;
+	u64 busy = (u64)sx_log_used(log) + log->l_grant + log->l_cil_blocks +
+		   log->l_force_blocks + log->l_max_rec_blocks + 1;
 
 	return busy >= log->l_size ? 0 : (u32)(log->l_size - busy);
 }
@@ -111,6 +58,7 @@ static u32 sx_log_avail(const struct sx_log *log)
 int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 {
 	struct sx_log *log;
+	u32 i;
 
 	log = sx_zalloc(sizeof(*log), 0);
 	if (!log)
@@ -128,6 +76,12 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	log->l_next_intent = 1;
 	sx_list_init(&log->l_cil);
 	sx_list_init(&log->l_intents);
+	for (i = 0; i < SX_LOG_IHASH; i++)
+		sx_list_init(&log->l_ihash[i]);
+	/* a quarter of the log at most, so that queued work never crowds it */
+	log->l_cil_max = sx_min(SX_LOG_QUEUE_RECORDS * log->l_max_rec_blocks, log->l_size / 4);
+	if (mp->m_flags & SX_MF_LOG_EACH)
+		log->l_cil_max = 0;
 	log->l_iobuf = sx_alloc((size_t)log->l_max_rec_blocks * log->l_bsize, 0);
 	if (!log->l_iobuf) {
 		sx_free(log);
@@ -140,19 +94,6 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	return 0;
 }
 
-/* Free one queued transaction, dropping its pins without writing it. */
-static void sx_cil_trans_free(struct sx_mount *mp, struct sx_cil_trans *ct, u64 lsn)
-{
-	u32 i;
-
-	for (i = 0; i < ct->ct_nbufs; i++)
-		sx_buf_unpin(mp, ct->ct_bufs[i], lsn);
-	sx_free(ct->ct_ops);
-	sx_free(ct->ct_bufs);
-	sx_free(ct->ct_ids);
-	sx_free(ct);
-}
-
 /* Free the log; after a shutdown, queued work is thrown away. */
 void sx_log_destroy(struct sx_mount *mp)
 {
@@ -162,12 +103,22 @@ void sx_log_destroy(struct sx_mount *mp)
 	if (!log)
 		return;
 	sx_list_for_each_safe(pos, n, &log->l_cil) {
+		struct sx_cil_group *g = sx_list_entry(pos, struct sx_cil_group, g_list);
+		struct sx_list *tpos, *tn;
+
+		sx_list_for_each_safe(tpos, tn, &g->g_trans) {
+			sx_list_del(tpos);
+			sx_cil_trans_free(mp, sx_list_entry(tpos, struct sx_cil_trans, ct_list), 0);
+		}
 		sx_list_del(pos);
-		sx_cil_trans_free(mp, sx_list_entry(pos, struct sx_cil_trans, ct_list), 0);
+		sx_free(g);
 	}
 	sx_list_for_each_safe(pos, n, &log->l_intents) {
+		struct sx_log_intent *li = sx_list_entry(pos, struct sx_log_intent, li_list);
+
+		sx_list_del(&li->li_hash);
 		sx_list_del(pos);
-		sx_free(sx_list_entry(pos, struct sx_log_intent, li_list));
+		sx_free(li);
 	}
 	sx_cond_destroy(&log->l_space);
 	sx_mutex_destroy(&log->l_lock);
@@ -212,7 +163,7 @@ int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks)
 			tried = true;
 			continue;
 		}
-		if (log->l_grant == 0 && sx_list_empty(&log->l_cil)) {
+		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_blocks) {
 			/* nothing else can free space: intents pin the tail */
 			sx_err(mp, "log full: %u of %u blocks pinned",
 			       sx_log_used(log), log->l_size);
@@ -265,27 +216,45 @@ u64 sx_log_next_intent_id(struct sx_mount *mp)
 	return id;
 }
 
-/* Track an intent so the tail cannot pass it (log lock held). */
-static int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn)
+/*
+ * Track an intent so the tail cannot pass it (log lock held).  @lip, if
+ * given, is a preallocated record to use.
+ */
+int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent **lip)
 {
-	struct sx_log_intent *li = sx_alloc(sizeof(*li), SX_NOFS);
+	struct sx_log_intent *li = lip ? *lip : sx_alloc(sizeof(*li), SX_NOFS);
 
 	if (!li)
 		return -ENOMEM;
+	if (lip)
+		*lip = NULL;
 	li->li_id = id;
 	li->li_lsn = lsn;
+	li->li_group = 0;
+	li->li_ct = NULL;
+	li->li_op = 0;
 	sx_list_add_tail(&li->li_list, &log->l_intents);
+	sx_list_add_tail(&li->li_hash, &log->l_ihash[id % SX_LOG_IHASH]);
 	log->l_nintents++;
 	return 0;
 }
 
+/* Stop tracking @li and free it (log lock held). */
+void sx_log_del_intent(struct sx_log *log, struct sx_log_intent *li)
+{
+	sx_list_del(&li->li_list);
+	sx_list_del(&li->li_hash);
+	log->l_nintents--;
+	sx_free(li);
+}
+
 /* The tracked intent with @id (log lock held). */
-static struct sx_log_intent *sx_log_find_intent(struct sx_log *log, u64 id)
+struct sx_log_intent *sx_log_find_intent(struct sx_log *log, u64 id)
 {
 	struct sx_list *pos;
 
-	sx_list_for_each(pos, &log->l_intents) {
-		struct sx_log_intent *li = sx_list_entry(pos, struct sx_log_intent, li_list);
+	sx_list_for_each(pos, &log->l_ihash[id % SX_LOG_IHASH]) {
+		struct sx_log_intent *li = sx_list_entry(pos, struct sx_log_intent, li_hash);
 
 		if (li->li_id == id)
 			return li;
@@ -300,7 +269,7 @@ int sx_log_track_intent(struct sx_mount *mp, u64 id, u64 lsn)
 	int error;
 
 	sx_mutex_lock(&log->l_lock);
-	error = sx_log_add_intent(log, id, lsn);
+	error = sx_log_add_intent(log, id, lsn, NULL);
 	sx_mutex_unlock(&log->l_lock);
 	return error;
 }
@@ -356,26 +325,49 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		  const u64 *dones, u32 ndones, u32 res_blocks)
 {
 	struct sx_log *log = mp->m_log;
+	struct sx_log_intent **lis = NULL;
+	struct sx_cil_group *spare = NULL;
 	struct sx_cil_trans *ct;
-	u32 i;
+	u32 i, n;
 	int error = -ENOMEM;
 
+	/* everything the queue needs is allocated before the lock */
 	ct = sx_zalloc(sizeof(*ct), SX_NOFS);
 	if (!ct)
 		goto out_free;
 	ct->ct_bufs = sx_alloc(sizeof(*bufs) * (nbufs + 1), SX_NOFS);
 	ct->ct_ids = sx_alloc(sizeof(u64) * (nintents + ndones + 1), SX_NOFS);
-	if (!ct->ct_bufs || !ct->ct_ids)
+	ct->ct_opv = sx_alloc(sizeof(*ct->ct_opv) * (nops + 1), SX_NOFS);
+	lis = sx_zalloc(sizeof(*lis) * (nintents + 1), SX_NOFS);
+	spare = sx_zalloc(sizeof(*spare), SX_NOFS);
+	if (!ct->ct_bufs || !ct->ct_ids || !ct->ct_opv || !lis || !spare)
 		goto out_free;
+	for (i = 0; i < nintents; i++) {
+		lis[i] = sx_alloc(sizeof(**lis), SX_NOFS);
+		if (!lis[i])
+			goto out_free;
+	}
 	ct->ct_tid = tid;
 	ct->ct_ops = ops;
 	ct->ct_len = len;
 	ct->ct_nops = nops;
-	ct->ct_res_blocks = res_blocks;
+	ct->ct_nbufs = nbufs;
 	ct->ct_nintents = nintents;
 	ct->ct_ndones = ndones;
+	memcpy(ct->ct_bufs, bufs, sizeof(*bufs) * nbufs);
 	memcpy(ct->ct_ids, intents, sizeof(u64) * nintents);
 	memcpy(ct->ct_ids + nintents, dones, sizeof(u64) * ndones);
+	error = sx_cil_parse(mp, ct);
+	if (error)
+		goto out_free;
+	for (i = nbufs, n = 0; i + 1 < nops; i++)
+		if (sx_item_is_intent(ct->ct_opv[i].co_type))
+			n++;
+	if (n != nintents) {
+		/* the ids the caller gave do not match the ops it formatted */
+		error = -EFSCORRUPTED;
+		goto out_free;
+	}
 
 	sx_mutex_lock(&log->l_lock);
 	if (sx_is_shutdown(mp)) {
@@ -383,27 +375,29 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		error = -EIO;
 		goto out_free;
 	}
-	for (i = 0; i < nintents; i++) {
-		error = sx_log_add_intent(log, intents[i], 0);
-		if (error) {
-			sx_mutex_unlock(&log->l_lock);
-			goto out_free;
-		}
-	}
-	for (i = 0; i < nbufs; i++) {
+	for (i = 0; i < nbufs; i++)
 		sx_buf_pin(mp, bufs[i], (bufs[i]->b_flags & SX_BUF_INVAL) != 0);
-		ct->ct_bufs[i] = bufs[i];
-	}
-	ct->ct_nbufs = nbufs;
-	sx_list_add_tail(&ct->ct_list, &log->l_cil);
+	sx_cil_insert(mp, ct, &spare, lis);
+	ASSERT(log->l_grant >= res_blocks);
+	log->l_grant -= res_blocks;
 	log->l_stats.ls_trans++;
+	sx_cond_broadcast(&log->l_space);
 	sx_mutex_unlock(&log->l_lock);
+	sx_free(spare);
+	sx_free(lis);
 	return 0;
 
 out_free:
+	if (lis) {
+		for (i = 0; i < nintents; i++)
+			sx_free(lis[i]);
+		sx_free(lis);
+	}
+	sx_free(spare);
 	if (ct) {
 		sx_free(ct->ct_bufs);
 		sx_free(ct->ct_ids);
+		sx_free(ct->ct_opv);
 		sx_free(ct);
 	}
 	sx_free(ops);
@@ -411,9 +405,12 @@ out_free:
 	return error;
 }
 
-/* Write one record of @len bytes of ops (already at l_iobuf + header). */
+/*
+ * Write one record of @len bytes of ops (already at l_iobuf + header);
+ * @accounted blocks of l_force_blocks become head movement.
+ */
 static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags,
-			       u64 first_tid, u64 *lsnp)
+			       u64 first_tid, u32 accounted, u64 *lsnp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_dlog_rec *rec = (struct sx_dlog_rec *)log->l_iobuf;
@@ -458,6 +455,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 		log->l_head = 0;
 		log->l_cycle++;
 	}
+	ASSERT(log->l_force_blocks >= accounted);
+	log->l_force_blocks -= accounted;
 	log->l_stats.ls_records++;
 	log->l_stats.ls_bytes += (u64)blocks * log->l_bsize;
 	sx_mutex_unlock(&log->l_lock);
@@ -478,7 +477,7 @@ static int sx_log_prepare_head(struct sx_mount *mp, u32 blocks)
 
 	if (log->l_head + blocks <= log->l_size)
 		return 0;
-	error = sx_log_write_record(mp, 0, 0, SX_LR_WRAP, 0, &lsn);
+	error = sx_log_write_record(mp, 0, 0, SX_LR_WRAP, 0, 0, &lsn);
 	if (error)
 		return error;
 	log->l_stats.ls_wraps++;
@@ -513,37 +512,45 @@ static int sx_log_write_epoch(struct sx_mount *mp)
 	return error;
 }
 
-/* Complete the queued transactions in @done after their records are durable. */
-static void sx_log_complete(struct sx_mount *mp, struct sx_list *done, int error)
+/*
+ * Complete the groups a force took, after their records are durable (or
+ * after @error: then nothing of them is in the log and the mount is down).
+ */
+static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, int error)
 {
 	struct sx_log *log = mp->m_log;
-	struct sx_list *pos, *n;
+	struct sx_list *gpos, *gn, *pos, *n;
 	u32 i;
 
 	sx_mutex_lock(&log->l_lock);
-	sx_list_for_each_safe(pos, n, done) {
-		struct sx_cil_trans *ct = sx_list_entry(pos, struct sx_cil_trans, ct_list);
+	sx_list_for_each_safe(gpos, gn, groups) {
+		struct sx_cil_group *g = sx_list_entry(gpos, struct sx_cil_group, g_list);
 
-		for (i = 0; !error && i < ct->ct_nintents; i++) {
-			struct sx_log_intent *li = sx_log_find_intent(log, ct->ct_ids[i]);
+		sx_list_for_each_safe(pos, n, &g->g_trans) {
+			struct sx_cil_trans *ct = sx_list_entry(pos, struct sx_cil_trans, ct_list);
 
-			if (li && !li->li_lsn)
-				li->li_lsn = ct->ct_lsn;
-		}
-		for (i = 0; !error && i < ct->ct_ndones; i++) {
-			struct sx_log_intent *li;
+			/* ids whose ops were dropped are no longer tracked */
+			for (i = 0; !error && i < ct->ct_nintents; i++) {
+				struct sx_log_intent *li = sx_log_find_intent(log, ct->ct_ids[i]);
 
-			li = sx_log_find_intent(log, ct->ct_ids[ct->ct_nintents + i]);
-			if (li) {
-				sx_list_del(&li->li_list);
-				log->l_nintents--;
-				sx_free(li);
+				if (li && !li->li_lsn)
+					li->li_lsn = ct->ct_lsn;
 			}
+			for (i = 0; !error && i < ct->ct_ndones; i++) {
+				struct sx_log_intent *li;
+
+				li = sx_log_find_intent(log, ct->ct_ids[ct->ct_nintents + i]);
+				if (li)
+					sx_log_del_intent(log, li);
+			}
+			sx_list_del(pos);
+			sx_cil_trans_free(mp, ct, error ? 0 : ct->ct_lsn);
 		}
-		ASSERT(log->l_grant >= ct->ct_res_blocks);
-		log->l_grant -= ct->ct_res_blocks;
-		sx_list_del(pos);
-		sx_cil_trans_free(mp, ct, error ? 0 : ct->ct_lsn);
+		/* a group that was not written (after an error) still holds its space */
+		ASSERT(log->l_force_blocks >= g->g_blocks);
+		log->l_force_blocks -= g->g_blocks;
+		sx_list_del(gpos);
+		sx_free(g);
 	}
 	sx_cond_broadcast(&log->l_space);
 	sx_mutex_unlock(&log->l_lock);
@@ -577,19 +584,14 @@ static int sx_log_flush_data(struct sx_mount *mp)
 static int sx_log_force_locked(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
-	u32 max_bytes = log->l_max_rec_blocks * log->l_bsize - SX_LOG_HDR_BYTES;
-	struct sx_list todo, done, *pos, *n;
+	struct sx_list groups, *pos;
 	int error = 0;
 
-	sx_list_init(&todo);
-	sx_list_init(&done);
+	sx_list_init(&groups);
 	sx_mutex_lock(&log->l_lock);
-	sx_list_for_each_safe(pos, n, &log->l_cil) {
-		sx_list_del(pos);
-		sx_list_add_tail(pos, &todo);
-	}
+	sx_cil_take(log, &groups);
 	sx_mutex_unlock(&log->l_lock);
-	if (sx_list_empty(&todo))
+	if (sx_list_empty(&groups))
 		return sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp);
 	if (sx_is_shutdown(mp)) {
 		error = -EIO;
@@ -601,45 +603,24 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	if (error)
 		goto out_complete;
 
-	while (!error && !sx_list_empty(&todo)) {
-		struct sx_cil_trans *first = sx_list_first(&todo, struct sx_cil_trans, ct_list);
-		u32 len = 0, nops = 0, blocks;
-		struct sx_list rec;
-		u64 lsn = 0;
+	sx_list_for_each(pos, &groups) {
+		struct sx_cil_group *g = sx_list_entry(pos, struct sx_cil_group, g_list);
+		struct sx_list *tpos;
+		u64 lsn = 0, first_tid;
 
-		/* pack whole transactions into one record */
-		sx_list_init(&rec);
-		sx_list_for_each_safe(pos, n, &todo) {
-			struct sx_cil_trans *ct = sx_list_entry(pos, struct sx_cil_trans, ct_list);
-
-			if (len + ct->ct_len > max_bytes)
-				break;
-			len += ct->ct_len;
-			nops += ct->ct_nops;
-			sx_list_del(pos);
-			sx_list_add_tail(pos, &rec);
-		}
-		VERIFY(!sx_list_empty(&rec));	/* a reservation bounds each */
-		blocks = sx_howmany(SX_LOG_HDR_BYTES + len, log->l_bsize);
-		error = sx_log_prepare_head(mp, blocks);
-		if (!error) {
-			u8 *p = log->l_iobuf + SX_LOG_HDR_BYTES;
-
-			sx_list_for_each(pos, &rec) {
-				struct sx_cil_trans *ct = sx_list_entry(pos, struct sx_cil_trans, ct_list);
-
-				memcpy(p, ct->ct_ops, ct->ct_len);
-				p += ct->ct_len;
-			}
-			error = sx_log_write_record(mp, len, nops, 0, first->ct_tid, &lsn);
-		}
-		sx_list_for_each_safe(pos, n, &rec) {
-			struct sx_cil_trans *ct = sx_list_entry(pos, struct sx_cil_trans, ct_list);
-
-			ct->ct_lsn = lsn;
-			sx_list_del(pos);
-			sx_list_add_tail(pos, &done);
-		}
+		if (!g->g_len)
+			continue;	/* everything in it was dropped */
+		error = sx_log_prepare_head(mp, g->g_blocks);
+		if (error)
+			break;
+		first_tid = sx_cil_format(g, log->l_iobuf + SX_LOG_HDR_BYTES);
+		error = sx_log_write_record(mp, g->g_len, g->g_nops, 0, first_tid,
+					    g->g_blocks, &lsn);
+		if (error)
+			break;
+		g->g_blocks = 0;	/* written: the head now counts it */
+		sx_list_for_each(tpos, &g->g_trans)
+			sx_list_entry(tpos, struct sx_cil_trans, ct_list)->ct_lsn = lsn;
 	}
 	if (!error) {
 		error = sx_fault("log_flush");
@@ -651,11 +632,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	if (!error)
 		log->l_stats.ls_forces++;
 out_complete:
-	sx_list_for_each_safe(pos, n, &todo) {
-		sx_list_del(pos);
-		sx_list_add_tail(pos, &done);
-	}
-	sx_log_complete(mp, &done, error);
+	sx_log_complete(mp, &groups, error);
 	return error;
 }
 

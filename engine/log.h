@@ -2,9 +2,10 @@
 /*
  * The write-ahead log.
  *
- * Committed transactions are formatted into ops and queued in memory (the
- * pending list); a log force packs them into records, writes the records at
- * the head of the circular log and flushes the device.  Only then are the
+ * Committed transactions are formatted into ops and queued in memory in
+ * groups of one record each, where ops that later ops repeat are dropped
+ * (log_cil.c); a log force writes the groups as records at the head of the
+ * circular log and flushes the device.  Only then are the
  * buffers they changed unpinned and allowed to be written in place.  A
  * checkpoint writes metadata back and moves the tail, which is anchored in
  * the superblock: the tail never passes a change that is not written back or
@@ -28,6 +29,10 @@ struct sx_log_stats {
 	u64	ls_tail_moves;
 	u64	ls_trans;		/* transactions committed */
 	u64	ls_space_waits;		/* reservations that needed a checkpoint */
+	u64	ls_ops_dropped;		/* queued ops a later op made useless */
+	u64	ls_bytes_dropped;	/* their bytes, TRANS_ENDs of emptied transactions included */
+	u64	ls_whiteouts;		/* intent and done pairs dropped together */
+	u64	ls_pushes;		/* forces because the queue was full */
 };
 
 /** sx_log_init() - set up the log of @mp at head @head_lsn after mount/recovery */
@@ -60,6 +65,19 @@ u32 sx_log_max_trans_bytes(const struct sx_mount *mp);
 int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		  struct sx_buf **bufs, u32 nbufs, const u64 *intents, u32 nintents,
 		  const u64 *dones, u32 ndones, u32 res_blocks);
+
+/**
+ * sx_log_cil_group() - the queue's open group (0 if none); a buffer whose
+ * newest queued op is there may have that op dropped if its next op covers
+ * the same bytes (sx_trans_cover_queued)
+ */
+u64 sx_log_cil_group(struct sx_mount *mp);
+
+/**
+ * sx_log_cil_push() - write the queue if it holds more than the mount lets
+ * it keep in memory (a force; cheap when it does not)
+ */
+int sx_log_cil_push(struct sx_mount *mp);
 
 /** sx_log_force() - make every queued transaction durable */
 int sx_log_force(struct sx_mount *mp);

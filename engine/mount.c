@@ -167,6 +167,8 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	snprintf(mp->m_name, sizeof(mp->m_name), "%s", opts->mo_name ? opts->mo_name : "sx");
 	if (rdonly)
 		mp->m_flags |= SX_MF_RDONLY;
+	if (opts->mo_flags & SX_MOUNT_LOG_EACH)
+		mp->m_flags |= SX_MF_LOG_EACH;
 
 	error = sx_sb_read(mp, bd, &mp->m_sb, NULL);
 	if (error)

@@ -208,6 +208,49 @@ static int sx_trans_recost(struct sx_trans *tp, struct sx_buf *bp)
 	return 0;
 }
 
+/*
+ * A buffer whose newest queued op waits in the log's open group: log that
+ * op's chunks again with ours, where the reservation has room, so the log
+ * can drop the older op (log_cil.c).  The chunks hold the buffer's current
+ * contents, which are what the older op replays to or newer, and both ops
+ * land in one record, so replay ends in the same place with fewer bytes.
+ */
+static void sx_trans_cover_queued(struct sx_trans *tp)
+{
+	struct sx_mount *mp = tp->t_mp;
+	u64 group = sx_log_cil_group(mp);
+	u64 saved[SX_BUF_MAP_WORDS];
+	struct sx_list *pos;
+	u32 w, cost, total;
+	bool wider;
+
+	if (!group)
+		return;
+	sx_list_for_each(pos, &tp->t_bufs) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+
+		if (bp->b_cil_group != group || !(bp->b_flags & SX_BUF_LOGGED) ||
+		    (bp->b_flags & (SX_BUF_INVAL | SX_BUF_NEW)))
+			continue;
+		memcpy(saved, bp->b_logmap, sizeof(saved));
+		wider = false;
+		for (w = 0; w < SX_BUF_MAP_WORDS; w++) {
+			wider |= (bp->b_cilmap[w] & ~bp->b_logmap[w]) != 0;
+			bp->b_logmap[w] |= bp->b_cilmap[w];
+		}
+		if (!wider)
+			continue;
+		cost = sx_trans_buf_cost(mp, bp);
+		total = tp->t_bytes - bp->b_tcost + cost;
+		if (total > tp->t_res_bytes) {
+			memcpy(bp->b_logmap, saved, sizeof(saved));
+			continue;
+		}
+		tp->t_bytes = total;
+		bp->b_tcost = cost;
+	}
+}
+
 /* Record that bytes [@first, @last] of a joined buffer changed. */
 int sx_trans_log_buf(struct sx_trans *tp, struct sx_buf *bp, u32 first, u32 last)
 {
@@ -456,6 +499,7 @@ static int sx_trans_queue(struct sx_trans *tp)
 	u8 *ops, *p;
 	int error;
 
+	sx_trans_cover_queued(tp);
 	sx_list_for_each(pos, &tp->t_bufs)
 		nbufs++;
 	sx_list_for_each(pos, &tp->t_items)
@@ -547,6 +591,8 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
 	sx_free(tp);
 	if (sync)
 		error = sx_log_force(mp);
+	else
+		error = sx_log_cil_push(mp);
 	if (!error && sx_bcache_pressure(mp))
 		error = sx_log_checkpoint(mp);
 	return error;

@@ -118,7 +118,8 @@ static long sx_kctl_attach(void __user *uarg)
 	if (IS_ERR(ka))
 		return PTR_ERR(ka);
 	error = -EINVAL;
-	if ((ka->ka_flags & ~(SX_KCTL_ATTACH_RDONLY | SX_KCTL_ATTACH_NORECOVERY)) ||
+	if ((ka->ka_flags & ~(SX_KCTL_ATTACH_RDONLY | SX_KCTL_ATTACH_NORECOVERY |
+			      SX_KCTL_ATTACH_LOG_EACH)) ||
 	    strnlen(ka->ka_path, sizeof(ka->ka_path)) >= sizeof(ka->ka_path))
 		goto out_free;
 	ki = kzalloc(sizeof(*ki), GFP_KERNEL);
@@ -135,6 +136,8 @@ static long sx_kctl_attach(void __user *uarg)
 		mo.mo_flags |= SX_MOUNT_RDONLY;
 	if (ka->ka_flags & SX_KCTL_ATTACH_NORECOVERY)
 		mo.mo_flags |= SX_MOUNT_NORECOVERY;
+	if (ka->ka_flags & SX_KCTL_ATTACH_LOG_EACH)
+		mo.mo_flags |= SX_MOUNT_LOG_EACH;
 	mo.mo_name = ki->ki_path;
 	error = sx_mount(bd, &mo, &ki->ki_mp);
 	if (error)

@@ -69,6 +69,7 @@ struct sx_kctl_attach {
 };
 #define SX_KCTL_ATTACH_RDONLY		(1u << 0)
 #define SX_KCTL_ATTACH_NORECOVERY	(1u << 1)	/* with RDONLY */
+#define SX_KCTL_ATTACH_LOG_EACH		(1u << 2)	/* SX_MOUNT_LOG_EACH */
 
 /* DETACH, SHUTDOWN, SYNC, CHECKPOINT: one instance. */
 struct sx_kctl_id {

@@ -39,6 +39,12 @@ SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts);
 enum {
 	SX_MOUNT_RDONLY		= (1u << 0),	/* no writes at all */
 	SX_MOUNT_NORECOVERY	= (1u << 1),	/* with RDONLY: do not replay the log */
+	/*
+	 * Write each transaction as its own record at commit instead of
+	 * queueing it, so nothing is relogged: far more log writes, for
+	 * crash tests that want to stop between any two transactions.
+	 */
+	SX_MOUNT_LOG_EACH	= (1u << 2),
 };
 
 struct sx_mount_opts {

@@ -37,7 +37,11 @@
 struct cfg {
 	const char	*name;
 	bool		atomic;
+	u32		mount_flags;	/* of the defrag's mount: 0 or SX_MOUNT_LOG_EACH */
 };
+
+/* How the workload mounts (the log's default queue, or a record per transaction). */
+static struct sx_mount_opts wl_opts;
 
 static u64 passed, failed, crash_points;
 static struct sx_bdev *pristine;
@@ -121,7 +125,7 @@ static int workload(struct sx_bdev *bd, struct sx_defrag_result *res)
 	int fd, error, e2;
 
 	memset(res, 0, sizeof(*res));
-	error = sx_mount(bd, NULL, &mp);
+	error = sx_mount(bd, &wl_opts, &mp);
 	if (error)
 		return error;
 	error = sx_open(mp, names[0], &fd);
@@ -298,8 +302,14 @@ static void run_cfg(const struct cfg *c, u64 step)
 int main(void)
 {
 	const char *lv = getenv("SX_CRASH_LEVEL");
-	const struct cfg atomic = { "atomic", true }, nonatomic = { "nonatomic", false };
+	const struct cfg cfgs[] = {
+		{ "atomic/queued", true, 0 },
+		{ "nonatomic/queued", false, 0 },
+		{ "atomic/each", true, SX_MOUNT_LOG_EACH },
+		{ "nonatomic/each", false, SX_MOUNT_LOG_EACH },
+	};
 	u64 step = 4;
+	u32 i;
 
 	if (lv && !strcmp(lv, "quick"))
 		step = 12;
@@ -307,8 +317,10 @@ int main(void)
 		step = 1;
 	sx_thread_enter();
 	sxt_quiet();
-	run_cfg(&atomic, step);
-	run_cfg(&nonatomic, step);
+	for (i = 0; i < ARRAY_SIZE(cfgs); i++) {
+		wl_opts.mo_flags = cfgs[i].mount_flags;
+		run_cfg(&cfgs[i], step);
+	}
 	printf("crash points: %llu (recovery freed the tmpfile after %llu of them)\n",
 	       (unsigned long long)crash_points, (unsigned long long)tmpfiles_freed);
 	printf("%llu passed, %llu failed\n", (unsigned long long)passed,

@@ -24,6 +24,12 @@
  * ones at sampled writes.  SX_CRASH_LEVEL=quick samples, long cuts every
  * write in every mode and the 100,000-extent swap at 1,000 writes.
  * SX_SWAP_CASES=name,name runs only those cases.
+ *
+ * Every case runs with the log's default queue (a chain shares a few
+ * records, so a cut loses whole groups of steps) and again with
+ * SX_MOUNT_LOG_EACH (a record per transaction, so cuts fall between any
+ * two steps); the 100,000-extent swap runs LOG_EACH only at the long level,
+ * where its 600,000 records give the 1,000 sampled cuts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +66,16 @@ struct cfg {
 	u64		step[3];	/* cut every step-th write; 0: sample */
 	u64		samples[3];	/* with step 0: this many writes, evenly spread */
 	u32		modes[3];	/* modes cut at each write: 1 (in turn) or 3 */
+	u32		each_levels;	/* levels (1 << level) that also run LOG_EACH */
 };
+
+/*
+ * How the workload mounts: the log's default queue, where a whole chain
+ * of transactions shares a few records, or SX_MOUNT_LOG_EACH, a record per
+ * transaction, so that cuts fall between any two steps of the chain.
+ */
+static struct sx_mount_opts wl_opts;
+static const char *wl_mode = "queued";
 
 /* The model after each swap, and what the run reached. */
 struct run {
@@ -275,7 +290,7 @@ static void workload(const struct cfg *c, struct sx_bdev *bd, struct run *r, boo
 	r->error = 0;
 	for (f = 0; f < nfiles; f++)
 		sxs_file_copy(r->m[0][f], init_model[f]);
-	r->error = sx_mount(bd, NULL, &mp);
+	r->error = sx_mount(bd, &wl_opts, &mp);
 	if (r->error)
 		return;
 	for (f = 0; f < nfiles; f++) {
@@ -457,7 +472,7 @@ static void run_cfg(const struct cfg *c)
 	if (pts.fp_child) {
 		int error = -1;
 
-		snprintf(what, sizeof(what), "%s write %llu %s", c->name,
+		snprintf(what, sizeof(what), "%s/%s write %llu %s", c->name, wl_mode,
 			 (unsigned long long)pts.fp_write, sxf_mode_name(pts.fp_mode));
 		if (r.error == 0)
 			fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
@@ -475,9 +490,9 @@ static void run_cfg(const struct cfg *c)
 	passed += pts.fp_passed;
 	failed += pts.fp_failed;
 	crash_points += pts.fp_points;
-	printf("%s: %d swaps, %llu writes, %llu flushes; %llu crash points (every %llu-th "
+	printf("%s/%s: %d swaps, %llu writes, %llu flushes; %llu crash points (every %llu-th "
 	       "write, %u mode%s each), %llu failed, %.1f s\n",
-	       c->name, c->nops, (unsigned long long)st.cs_writes,
+	       c->name, wl_mode, c->nops, (unsigned long long)st.cs_writes,
 	       (unsigned long long)st.cs_flushes, (unsigned long long)pts.fp_points,
 	       (unsigned long long)pts.fp_step, pts.fp_per_point,
 	       pts.fp_per_point > 1 ? "s" : "", (unsigned long long)pts.fp_failed,
@@ -528,23 +543,23 @@ int main(void)
 	const char *only = getenv("SX_SWAP_CASES");
 	struct cfg cases[] = {
 		{ "one-extent", 8ull << 20, 1024, build_one_extent, 8, 0, ops_whole, 1,
-		  { 2, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		  { 2, 1, 1 }, { 0 }, { 1, 3, 3 }, 7 },
 		{ "holes64", 8ull << 20, 1024, build_interleaved, 136, 2, ops_holes64, 1,
-		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 }, 7 },
 		{ "to-eof", 8ull << 20, 1024, build_interleaved, 100, 5, ops_eof, 2,
-		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 }, 7 },
 		{ "shared", 8ull << 20, 1024, build_shared, 120, 5, ops_shared, 2,
-		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 }, 7 },
 		{ "one-file", 8ull << 20, 1024, build_interleaved, 120, 5, ops_onefile, 2,
-		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 }, 7 },
 		{ "boundary", 8ull << 20, 1024, build_boundary, 0, 2, ops_whole, 1,
-		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 } },
+		  { 4, 1, 1 }, { 0 }, { 1, 3, 3 }, 7 },
 		{ "mixed", 32ull << 20, 1024, build_interleaved, 300, 5, ops_mixed, 4,
-		  { 16, 4, 1 }, { 0 }, { 1, 1, 3 } },
+		  { 16, 4, 1 }, { 0 }, { 1, 1, 3 }, 7 },
 		{ "large", 64ull << 20, 1024, build_interleaved, 1200, 2, ops_whole, 1,
-		  { 0, 0, 1 }, { 20, 200, 0 }, { 1, 1, 3 } },
+		  { 0, 0, 1 }, { 20, 200, 0 }, { 1, 1, 3 }, 7 },
 		{ "huge", 0, 4096, build_interleaved, 200000, 2, ops_whole, 1,
-		  { 0, 0, 0 }, { 20, 100, 1000 }, { 1, 1, 1 } },
+		  { 0, 0, 0 }, { 20, 100, 1000 }, { 1, 1, 1 }, 4 },
 	};
 	u32 i;
 
@@ -563,7 +578,14 @@ int main(void)
 			c->nblk = 4096;	/* enough for 3 x the inline area, any block size */
 		if (!c->img)	/* data, two B+trees, the log and slack */
 			c->img = (c->nblk * 2 + c->nblk / 8 + 8192) * (u64)BS + (16ull << 20);
+		wl_opts.mo_flags = 0;
+		wl_mode = "queued";
 		run_cfg(c);
+		if (c->each_levels & (1u << level)) {
+			wl_opts.mo_flags = SX_MOUNT_LOG_EACH;
+			wl_mode = "each";
+			run_cfg(c);
+		}
 	}
 	printf("crash points: %llu\n", (unsigned long long)crash_points);
 	printf("%llu passed, %llu failed\n", (unsigned long long)passed,

@@ -151,6 +151,9 @@ out:
 	return error;
 }
 
+/* How the workload mounts: the log's default queue, then a record per transaction. */
+static struct sx_mount_opts wl_opts;
+
 /* The whole sequence on @bd. */
 static void workload(struct sx_bdev *bd, struct run *r)
 {
@@ -159,7 +162,7 @@ static void workload(struct sx_bdev *bd, struct run *r)
 
 	r->ncommitted = r->ndurable = 0;
 	r->in_commit = false;
-	r->error = sx_mount(bd, NULL, &mp);
+	r->error = sx_mount(bd, &wl_opts, &mp);
 	if (r->error)
 		return;
 	r->error = sx_open(mp, "a", &fd);
@@ -246,7 +249,7 @@ int main(void)
 	struct sx_crashdev *cd;
 	struct run r;
 	u64 w, step = 3, in_commit = 0;
-	int k, m;
+	int k, m, mode;
 
 	if (lv && !strcmp(lv, "quick"))
 		step = 12;
@@ -261,32 +264,37 @@ int main(void)
 	for (k = 1; k <= NUPD; k++)
 		model_update(k, r.m[k - 1], r.m[k]);
 
-	/* the uncut run: how many writes, and it must end with every update in */
-	img = sxt_bdev_copy(pristine);
-	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
-	workload(cbd, &r);
-	sx_crashdev_get_stats(cd, &st);
-	sx_bdev_destroy(cbd);
-	if (r.error || r.ndurable != NUPD) {
-		failed++;
-		fprintf(stderr, "FAIL: the uncut workload: %s, %d durable\n",
-			sx_strerror(r.error), r.ndurable);
-	} else {
-		r.ndurable = r.ncommitted = NUPD;	/* only the last state may show */
-		if (recover_and_verify(img, &r, "uncut run") == 0)
-			passed++;
-	}
-	sx_bdev_destroy(img);
-	printf("%d updates, %llu writes, %llu flushes; cutting every %llu\n", NUPD,
-	       (unsigned long long)st.cs_writes, (unsigned long long)st.cs_flushes,
-	       (unsigned long long)step);
-	/* each cut point in another mode; every mode at each with long */
-	for (w = 1; w <= st.cs_writes; w += step) {
-		for (m = 0; m < 3; m++) {
-			if (step > 1 && m != (w / step) % 3)
-				continue;
-			crash_at(&r, w, modes[m]);
-			in_commit += r.in_commit;
+	for (mode = 0; mode < 2; mode++) {
+		wl_opts.mo_flags = mode ? SX_MOUNT_LOG_EACH : 0;
+		printf("%s:\n", mode ? "a log record per transaction (LOG_EACH)" :
+		       "the log's default queue");
+		/* the uncut run: how many writes, and it must end with every update in */
+		img = sxt_bdev_copy(pristine);
+		VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+		workload(cbd, &r);
+		sx_crashdev_get_stats(cd, &st);
+		sx_bdev_destroy(cbd);
+		if (r.error || r.ndurable != NUPD) {
+			failed++;
+			fprintf(stderr, "FAIL: the uncut workload: %s, %d durable\n",
+				sx_strerror(r.error), r.ndurable);
+		} else {
+			r.ndurable = r.ncommitted = NUPD;	/* only the last state may show */
+			if (recover_and_verify(img, &r, "uncut run") == 0)
+				passed++;
+		}
+		sx_bdev_destroy(img);
+		printf("%d updates, %llu writes, %llu flushes; cutting every %llu\n", NUPD,
+		       (unsigned long long)st.cs_writes, (unsigned long long)st.cs_flushes,
+		       (unsigned long long)step);
+		/* each cut point in another mode; every mode at each with long */
+		for (w = 1; w <= st.cs_writes; w += step) {
+			for (m = 0; m < 3; m++) {
+				if (step > 1 && m != (w / step) % 3)
+					continue;
+				crash_at(&r, w, modes[m]);
+				in_commit += r.in_commit;
+			}
 		}
 	}
 	printf("crash points: %llu (%llu inside a commit)\n", (unsigned long long)crash_points,

@@ -101,9 +101,9 @@ verify_synced() {
 	done < /tmp/synced
 	[ $bad = 0 ] && pass "$1" || fail "$1: $bad extents not wholly in use"
 }
-# reattach NAME: attach again after a shutdown; recovery runs in the kernel
+# reattach NAME [OPTION]: attach again after a shutdown; recovery runs in the kernel
 reattach() {
-	id=$(swapext kmod attach /dev/vda 2>/tmp/attach) || { fail "$1: $(cat /tmp/attach)"; finish; }
+	id=$(swapext kmod attach $2 /dev/vda 2>/tmp/attach) || { fail "$1: $(cat /tmp/attach)"; finish; }
 	echo "KCHECK-INFO $(cat /tmp/attach)"
 	rec=$(sed -n 's/.*recovery: \([0-9]*\) records.*/\1/p' /tmp/attach)
 	rep=$(sed -n 's/.* \([0-9]*\) buffers replayed.*/\1/p' /tmp/attach)
@@ -236,7 +236,10 @@ case "$ver" in
 		swapext kmod fault-clear > /dev/null
 		swapext kmod shutdown "$id" > /dev/null 2>&1
 		swapext kmod detach "$id" > /dev/null 2>&1
-		reattach "reattach-after-swap"
+		# -e: a record per transaction, so the late cut below finds
+		# the chain's first steps in the log (the default queue would
+		# still hold them in memory at commit 150)
+		reattach "reattach-after-swap" -e
 		fa=$(swapext kmod open "$id" swapa) && fb=$(swapext kmod open "$id" swapb) &&
 			pass "swap-reopen" || fail "swap-reopen"
 		ha=$(holds "$id" "$fa")

@@ -715,6 +715,8 @@ static void test_mount_refuses_sxi(void **state)
 	struct sx_bdev *base, *img, *cbd, *cp;
 	struct sx_crashdev *cd;
 	struct sx_crashdev_stats st0, st1;
+	/* each transaction its own record, so cuts fall between SXI and SXD */
+	const struct sx_mount_opts each = { .mo_flags = SX_MOUNT_LOG_EACH };
 	struct sx_mount *m2;
 	struct sx_sb sb;
 	u64 w, refused = 0, tried = 0;
@@ -734,7 +736,7 @@ static void test_mount_refuses_sxi(void **state)
 	/* how many writes a swap of the two files takes */
 	img = sxt_bdev_copy(base);
 	assert_int_equal(sx_crashdev_create(img, 1, &cbd, &cd), 0);
-	assert_int_equal(sx_mount(cbd, NULL, &m2), 0);
+	assert_int_equal(sx_mount(cbd, &each, &m2), 0);
 	{
 		int a, b;
 		struct file_swap_range fsr;
@@ -761,7 +763,7 @@ static void test_mount_refuses_sxi(void **state)
 
 		img = sxt_bdev_copy(base);
 		assert_int_equal(sx_crashdev_create(img, w, &cbd, &cd), 0);
-		assert_int_equal(sx_mount(cbd, NULL, &m2), 0);
+		assert_int_equal(sx_mount(cbd, &each, &m2), 0);
 		assert_int_equal(sx_open(m2, "a", &a), 0);
 		assert_int_equal(sx_open(m2, "b", &b), 0);
 		sx_crashdev_cut_at_write(cd, w, SX_CRASH_DROP);

@@ -27,7 +27,7 @@ static const char kmod_usage[] =
 	"usage: swapext kmod load [MODULE.ko] [PARAM=VALUE...]   (default $SWAPEXT_KO or " KMOD_DEFAULT_PATH ")\n"
 	"       swapext kmod unload [NAME]                (default swapext)\n"
 	"       swapext kmod version | selftest\n"
-	"       swapext kmod attach [-r] [-n] DEVICE     (prints the instance id)\n"
+	"       swapext kmod attach [-r] [-n] [-e] DEVICE (prints the instance id)\n"
 	"       swapext kmod detach|shutdown|sync|checkpoint|info ID\n"
 	"       swapext kmod alloc [-s] ID MINLEN MAXLEN [HINT]   (prints BNO LEN)\n"
 	"       swapext kmod free [-s] ID BNO LEN\n"
@@ -137,7 +137,7 @@ static int kmod_unload(int argc, char **argv)
 	return 0;
 }
 
-/* attach [-r] [-n] DEVICE */
+/* attach [-r] [-n] [-e] DEVICE; -e: a log record per transaction */
 static int kmod_attach(int argc, char **argv)
 {
 	struct sx_kctl_attach ka;
@@ -149,6 +149,8 @@ static int kmod_attach(int argc, char **argv)
 			ka.ka_flags |= SX_KCTL_ATTACH_RDONLY;
 		else if (!strcmp(argv[i], "-n"))
 			ka.ka_flags |= SX_KCTL_ATTACH_NORECOVERY;
+		else if (!strcmp(argv[i], "-e"))
+			ka.ka_flags |= SX_KCTL_ATTACH_LOG_EACH;
 		else
 			return tool_fail("attach: unknown option %s", argv[i]);
 	}

@@ -12,7 +12,8 @@
  * Part 2, a large atomic swap cut by a power loss: two files of some 20,000
  * single-block extents each (written interleaved, with holes) are swapped
  * whole (TO_EOF, unequal sizes) on a crash-emulating device that cuts the
- * power in the middle of the swap.  The cut write is taken from a dry run
+ * power in the middle of the swap, between two of its log flushes.  The
+ * cut write is taken from a dry run
  * of the same swap on a copy of the image, so a seed gives the same run
  * every time.  The next mount's log recovery must finish the swap (or, if
  * the cut fell before the swap's intent reached the disk, leave both files
@@ -498,8 +499,37 @@ static int big_populate(const char *path, u32 *next)
 	return 0;
 }
 
+/* Flushes seen before each device write of a dry run. */
+struct big_flushes {
+	struct sx_crashdev	*bf_cd;
+	u64			*bf_at;		/* [n]: flushes before write n */
+	u64			bf_cap;
+};
+
+static void big_note_write(void *arg, u64 n)
+{
+	struct big_flushes *bf = arg;
+	struct sx_crashdev_stats st;
+
+	if (n >= bf->bf_cap) {
+		u64 cap = sx_max(bf->bf_cap * 2, n + 1024);
+		u64 *at = realloc(bf->bf_at, sizeof(*at) * cap);
+
+		if (!at)
+			return;		/* the cut then falls back to the plain middle */
+		memset(at + bf->bf_cap, 0, sizeof(*at) * (cap - bf->bf_cap));
+		bf->bf_at = at;
+		bf->bf_cap = cap;
+	}
+	sx_crashdev_get_stats(bf->bf_cd, &st);
+	bf->bf_at[n] = st.cs_flushes;
+}
+
 /* What one run of the swap through a crash device did. */
 struct big_run {
+	struct big_flushes	br_flushes;		/* dry run only */
+	u64			br_flushes_before;	/* device flushes before the swap */
+	u64			br_flushes_after;
 	u64			br_writes_before;	/* device writes before the swap */
 	u64			br_writes_after;
 	int			br_error;		/* of the swap */
@@ -525,15 +555,18 @@ static int big_swap_run(struct sx_bdev *lower, u64 seed, u64 cut, struct big_run
 	double t0;
 	u32 f;
 
-	memset(r, 0, sizeof(*r));
 	sx_set_log_callback(cut ? demo_log : demo_log_quiet, NULL);
 	error = sx_crashdev_create(lower, seed, &bd, &cd);
 	if (error) {
 		sx_set_log_callback(demo_log, NULL);
 		return tool_error(error, "demo: cannot make a crash device");
 	}
-	if (cut)
+	if (cut) {
 		sx_crashdev_cut_at_write(cd, cut, SX_CRASH_TEAR);
+	} else {
+		r->br_flushes.bf_cd = cd;
+		sx_crashdev_set_write_hook(cd, big_note_write, &r->br_flushes);
+	}
 	error = sx_mount(bd, &mo, &mp);
 	if (error) {
 		sx_bdev_destroy(bd);
@@ -548,6 +581,7 @@ static int big_swap_run(struct sx_bdev *lower, u64 seed, u64 cut, struct big_run
 	}
 	sx_crashdev_get_stats(cd, &r->br_st);
 	r->br_writes_before = r->br_st.cs_writes;
+	r->br_flushes_before = r->br_st.cs_flushes;
 	sx_log_get_stats(mp, &l0);
 	memset(&fsr, 0, sizeof(fsr));
 	fsr.file1_fd = fd[0];
@@ -562,6 +596,8 @@ static int big_swap_run(struct sx_bdev *lower, u64 seed, u64 cut, struct big_run
 	r->br_log.ls_checkpoints -= l0.ls_checkpoints;
 	sx_crashdev_get_stats(cd, &r->br_st);
 	r->br_writes_after = r->br_st.cs_writes;
+	r->br_flushes_after = r->br_st.cs_flushes;
+	sx_crashdev_set_write_hook(cd, NULL, NULL);
 out:
 	for (f = 0; f < 2; f++)
 		if (fd[f] >= 0)
@@ -651,16 +687,48 @@ out:
 	return 0;
 }
 
+/*
+ * The write to cut at, @pct% of the way through the dry run's candidates.
+ * The log queues the swap's transactions and writes them a few records per
+ * flush, so most writes are not worth cutting at: a cut before the swap's
+ * first flush loses every record of it (nothing to finish), one after its
+ * last flush loses nothing.  A candidate has a flush between the swap's
+ * first write and itself, and another one still to come.
+ */
+static u64 big_pick_cut(const struct big_run *dry, u64 pct)
+{
+	const struct big_flushes *bf = &dry->br_flushes;
+	u64 first = dry->br_writes_before + 1, last = dry->br_writes_after, n, k = 0, i;
+
+	if (last < bf->bf_cap && first <= last) {
+		for (n = first; n <= last; n++)
+			if (bf->bf_at[n] > bf->bf_at[first] && bf->bf_at[n] < dry->br_flushes_after)
+				k++;
+		if (k) {
+			u64 want = sx_min(k - 1, k * pct / 100);
+
+			for (n = first, i = 0; n <= last; n++) {
+				if (!(bf->bf_at[n] > bf->bf_at[first] &&
+				      bf->bf_at[n] < dry->br_flushes_after))
+					continue;
+				if (i++ == want)
+					return n;
+			}
+		}
+	}
+	return dry->br_writes_before + sx_max((last - dry->br_writes_before) * pct / 100, 1ull);
+}
+
 static int demo_big_swap(const char *path, u64 seed, u64 *cut_out, struct big_run *dry_out,
 			 u32 *next, bool *finished)
 {
-	struct big_run dry, run;
+	struct big_run dry = { { 0 } }, run = { { 0 } };
 	struct sx_recovery_stats rs;
 	struct sx_bdev *bd, *lower;
 	struct sx_mount *mp;
 	enum big_state state[2];
 	char s1[48], s2[48];
-	u64 swap_writes, cut, pct, rng, nread[2], ndata[2], size[2], problems = 0;
+	u64 swap_writes, cut, cut_flushes, pct, rng, nread[2], ndata[2], size[2], problems = 0;
 	u32 f;
 	int error;
 
@@ -692,12 +760,18 @@ static int demo_big_swap(const char *path, u64 seed, u64 *cut_out, struct big_ru
 				 (unsigned long long)swap_writes);
 	rng = seed ^ 0x2545f4914f6cdd1dull;
 	pct = 40 + demo_rand(&rng) % 21;
-	cut = dry.br_writes_before + sx_max(swap_writes * pct / 100, 1ull);
+	cut = big_pick_cut(&dry, pct);
+	cut_flushes = cut < dry.br_flushes.bf_cap ?
+		      dry.br_flushes.bf_at[cut] - dry.br_flushes_before : 0;
+	free(dry.br_flushes.bf_at);
+	dry.br_flushes.bf_at = NULL;
 	*cut_out = cut;
 	*dry_out = dry;
 
-	printf("2.3 the same swap on the image, the power cut armed at device write %llu: %llu%% into the swap's %llu writes; writes not yet flushed are torn at random sector boundaries\n",
-	       (unsigned long long)cut, (unsigned long long)pct, (unsigned long long)swap_writes);
+	printf("2.3 the same swap on the image, the power cut armed at device write %llu: write %llu of the swap's %llu, after %llu of its %llu flushes; writes not yet flushed are torn at random sector boundaries\n",
+	       (unsigned long long)cut, (unsigned long long)(cut - dry.br_writes_before),
+	       (unsigned long long)swap_writes, (unsigned long long)cut_flushes,
+	       (unsigned long long)(dry.br_flushes_after - dry.br_flushes_before));
 	error = sx_filedev_open(path, 0, 0, &lower);
 	if (error)
 		return tool_error(error, "demo: cannot open %s", path);
@@ -790,7 +864,7 @@ int demo_swap(const char *path, u64 seed)
 	printf("  Part 2: the atomic swap of two files of %u and %u extents makes %llu device writes; the power went at write %llu, in the middle of it.\n",
 	       next[0], next[1],
 	       (unsigned long long)(dry.br_writes_after - dry.br_writes_before),
-	       (unsigned long long)cut);
+	       (unsigned long long)(cut - dry.br_writes_before));
 	if (finished)
 		printf("  Log recovery found the swap's unfinished intent and finished it: both files are all new, block by block and in size.\n");
 	else

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The log's in-core state, shared by the writer (log.c) and the queue of
+ * committed transactions (log_cil.c).  Nothing outside those two files
+ * includes this.
+ *
+ * The queue is a list of groups; each group becomes exactly one record when
+ * it is written, so a group never holds more ops than one record can carry.
+ * Inside a group the log may drop an op that a later op in the same group
+ * makes useless (a buffer logged again over the same bytes; an intent and
+ * its done item), because a record is replayed whole or not at all: the
+ * record then says the same thing in fewer bytes.
+ */
+#ifndef SX_LOG_PRIV_H
+#define SX_LOG_PRIV_H
+
+#include "util.h"
+#include "log.h"
+
+#define SX_LOG_HDR_BYTES	sizeof(struct sx_dlog_rec)
+#define SX_LOG_IHASH		512	/* intent hash buckets */
+#define SX_LOG_QUEUE_RECORDS	8	/* default queue limit, in full records */
+
+struct sx_cil_group;
+
+/* One op of a queued transaction. */
+struct sx_cil_op {
+	u32		co_off;		/* byte offset in ct_ops */
+	u32		co_bytes;	/* header, payload and padding */
+	u16		co_type;
+	bool		co_dead;	/* dropped: a later op says the same */
+};
+
+/* A committed transaction waiting in the queue. */
+struct sx_cil_trans {
+	struct sx_list	ct_list;	/* on its group's g_trans */
+	struct sx_cil_group *ct_group;
+	u64		ct_tid;
+	void		*ct_ops;
+	u32		ct_len;
+	u32		ct_nops;	/* the trailing TRANS_END included */
+	u32		ct_nlive;	/* live ops, TRANS_END not counted */
+	u32		ct_nbufs;
+	u32		ct_nintents;
+	u32		ct_ndones;
+	u64		ct_lsn;		/* record it went into */
+	struct sx_cil_op *ct_opv;	/* ct_nops entries; BUF ops first, one per buffer */
+	struct sx_buf	**ct_bufs;
+	u64		*ct_ids;	/* intents, then dones */
+};
+
+/* A run of queued transactions that will be one record. */
+struct sx_cil_group {
+	struct sx_list	g_list;		/* on l_cil */
+	struct sx_list	g_trans;
+	u64		g_id;		/* never reused: 1, 2, ... */
+	u32		g_len;		/* bytes of live ops */
+	u32		g_nops;		/* live ops */
+	u32		g_blocks;	/* log blocks its record will take; 0 if empty */
+};
+
+/* An intent whose done item is not yet durable. */
+struct sx_log_intent {
+	struct sx_list	li_list;	/* on l_intents */
+	struct sx_list	li_hash;
+	u64		li_id;
+	u64		li_lsn;		/* 0 until its record is written */
+	/* where its op waits, while li_group is the open group */
+	u64		li_group;
+	struct sx_cil_trans *li_ct;
+	u32		li_op;
+};
+
+/* A record between the tail and the head. */
+struct sx_log_recinfo {
+	u64		ri_lsn;
+	u32		ri_prev_crc;
+};
+
+struct sx_log {
+	struct sx_mutex	l_force_lock;
+	struct sx_mutex	l_lock;
+	struct sx_cond	l_space;
+	u64		l_start;	/* device block of log block 0 */
+	u32		l_size;		/* blocks */
+	u32		l_bsize;
+	u32		l_max_rec_blocks;
+	/* the head: where the next record goes */
+	u32		l_cycle;
+	u32		l_head;
+	u32		l_prev_crc;	/* CRC of the record before the head */
+	u64		l_tail;		/* LSN, as in the superblock */
+	u32		l_epoch;
+	bool		l_epoch_written;
+	u64		l_next_tid;
+	u32		l_next_intent;
+	u32		l_grant;	/* blocks reserved by open transactions */
+	struct sx_atomic l_data_dirty;	/* data written in place since the last flush */
+	/* the queue */
+	struct sx_list	l_cil;		/* groups, oldest first; the last may be open */
+	u64		l_cil_group;	/* id of the open group; 0 if none is open */
+	u64		l_cil_next_group;
+	u32		l_cil_blocks;	/* blocks the queued groups will take */
+	u32		l_cil_max;	/* write the queue once it passes this */
+	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
+	struct sx_list	l_intents;
+	struct sx_list	l_ihash[SX_LOG_IHASH];
+	u32		l_nintents;
+	struct sx_log_recinfo *l_recs;
+	u32		l_nrecs;
+	u32		l_recs_cap;
+	u8		*l_iobuf;	/* one record */
+	struct sx_log_stats l_stats;
+};
+
+/* The largest payload of one record. */
+static inline u32 sx_log_rec_max_bytes(const struct sx_log *log)
+{
+	return log->l_max_rec_blocks * log->l_bsize - SX_LOG_HDR_BYTES;
+}
+
+/* log.c, for the queue */
+struct sx_log_intent *sx_log_find_intent(struct sx_log *log, u64 id);
+int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent **lip);
+void sx_log_del_intent(struct sx_log *log, struct sx_log_intent *li);
+
+/* log_cil.c, for the writer (log lock held unless said otherwise) */
+/** sx_cil_insert() - put a parsed transaction into the open group */
+void sx_cil_insert(struct sx_mount *mp, struct sx_cil_trans *ct, struct sx_cil_group **spare,
+		   struct sx_log_intent **lis);
+/** sx_cil_parse() - fill ct_opv from ct_ops (no lock needed) */
+int sx_cil_parse(struct sx_mount *mp, struct sx_cil_trans *ct);
+/** sx_cil_take() - move every queued group onto @groups and close the open one */
+void sx_cil_take(struct sx_log *log, struct sx_list *groups);
+/** sx_cil_format() - copy a group's live ops to @dst; returns their first tid */
+u64 sx_cil_format(const struct sx_cil_group *g, u8 *dst);
+/** sx_cil_trans_free() - drop a transaction's pins at @lsn and free it */
+void sx_cil_trans_free(struct sx_mount *mp, struct sx_cil_trans *ct, u64 lsn);
+
+#endif /* SX_LOG_PRIV_H */
