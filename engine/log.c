@@ -80,6 +80,7 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 		sx_list_init(&log->l_ihash[i]);
 	/* a quarter of the log at most, so that queued work never crowds it */
 	log->l_cil_max = sx_min(SX_LOG_QUEUE_RECORDS * log->l_max_rec_blocks, log->l_size / 4);
+	log->l_cil_mem_max = SX_LOG_QUEUE_MEM;
 	if (mp->m_flags & SX_MF_LOG_EACH)
 		log->l_cil_max = 0;
 	log->l_iobuf = sx_alloc((size_t)log->l_max_rec_blocks * log->l_bsize, 0);

@@ -231,6 +231,9 @@ void sx_cil_insert(struct sx_mount *mp, struct sx_cil_trans *ct, struct sx_cil_g
 	sx_list_add_tail(&ct->ct_list, &g->g_trans);
 	g->g_len += ct->ct_len;
 	g->g_nops += ct->ct_nops;
+	log->l_cil_mem += ct->ct_len;
+	if (log->l_cil_mem > log->l_stats.ls_queue_peak)
+		log->l_stats.ls_queue_peak = log->l_cil_mem;
 	ct->ct_nlive = ct->ct_nops - 1;
 	for (i = 0; i < ct->ct_nbufs; i++)
 		sx_cil_queue_buf(mp, ct, i);
@@ -254,6 +257,7 @@ void sx_cil_take(struct sx_log *log, struct sx_list *groups)
 	}
 	log->l_force_blocks += log->l_cil_blocks;
 	log->l_cil_blocks = 0;
+	log->l_cil_mem = 0;
 	log->l_cil_group = 0;
 }
 
@@ -307,14 +311,17 @@ u64 sx_log_cil_group(struct sx_mount *mp)
 	return id;
 }
 
-/* Write the queue once it holds more than the mount allows in memory. */
+/*
+ * Write the queue once its records would take more than the mount lets it
+ * keep back, or its ops more memory than it may hold.
+ */
 int sx_log_cil_push(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
 	bool push;
 
 	sx_mutex_lock(&log->l_lock);
-	push = log->l_cil_blocks > log->l_cil_max;
+	push = log->l_cil_blocks > log->l_cil_max || log->l_cil_mem > log->l_cil_mem_max;
 	if (push)
 		log->l_stats.ls_pushes++;
 	sx_mutex_unlock(&log->l_lock);

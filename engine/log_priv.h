@@ -20,6 +20,12 @@
 #define SX_LOG_HDR_BYTES	sizeof(struct sx_dlog_rec)
 #define SX_LOG_IHASH		512	/* intent hash buckets */
 #define SX_LOG_QUEUE_RECORDS	8	/* default queue limit, in full records */
+/*
+ * The formatted ops the queue may hold in memory, dropped ones included:
+ * a long chain relogs the same few blocks, so its groups stay small on the
+ * log while every transaction's ops stay allocated until the force.
+ */
+#define SX_LOG_QUEUE_MEM	(4u << 20)
 
 struct sx_cil_group;
 
@@ -102,6 +108,8 @@ struct sx_log {
 	u64		l_cil_next_group;
 	u32		l_cil_blocks;	/* blocks the queued groups will take */
 	u32		l_cil_max;	/* write the queue once it passes this */
+	u64		l_cil_mem;	/* bytes of ops queued, dropped ones included */
+	u64		l_cil_mem_max;	/* ... or once they pass this */
 	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
 	struct sx_list	l_intents;
 	struct sx_list	l_ihash[SX_LOG_IHASH];

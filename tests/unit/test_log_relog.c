@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include "sxtest.h"
+#include "log_priv.h"	/* SX_LOG_QUEUE_MEM */
 
 #define MIB		(1ull << 20)
 #define RAW_MAGIC	0x57415258u	/* "XRAW" */
@@ -416,6 +417,48 @@ static void test_push_when_full(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A long run of transactions that relog one whole block leaves the queue
+ * one live block but keeps every transaction's ops in memory until the
+ * force: the queue is pushed once those ops pass SX_LOG_QUEUE_MEM, so its
+ * memory stays bounded, and the last value survives a crash.
+ */
+static void test_push_when_memory_full(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(16 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_log_stats st;
+	u64 b = data0(mp);
+	u32 i, n, per = 0;
+
+	raw_init(mp, b, SX_TRANS_SYNC);
+	n = 3 * SX_LOG_QUEUE_MEM / BS;
+	for (i = 0; i < n; i++) {
+		struct sx_trans *tp;
+		struct sx_buf *bp;
+
+		assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+		assert_int_equal(sx_trans_read_buf(tp, b, &raw_ops, 0, &bp), 0);
+		((u8 *)bp->b_data)[500] = (u8)(i + 1);
+		assert_int_equal(sx_trans_log_buf(tp, bp, 0, BS - 1), 0);
+		assert_int_equal(sx_trans_commit(tp), 0);
+	}
+	per = sx_trans_buf_bytes(mp);
+	sx_log_get_stats(mp, &st);
+	/* pushed for memory: the live record never came near the record limit */
+	assert_true(st.ls_pushes >= 2);
+	assert_true(st.ls_queue_peak > SX_LOG_QUEUE_MEM);
+	assert_true(st.ls_queue_peak <= SX_LOG_QUEUE_MEM + per);
+	/* nearly every op was relogged away */
+	assert_true(st.ls_ops_dropped >= n - st.ls_pushes - 2);
+	assert_int_equal(sx_sync(mp), 0);
+	crash(mp);
+	mp = sxt_mount(bd);
+	assert_int_equal(raw_get(mp, b, 500), (u8)n);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_kept),
 		cmocka_unit_test(test_reservation_returned),
 		cmocka_unit_test(test_push_when_full),
+		cmocka_unit_test(test_push_when_memory_full),
 	};
 
 	sxt_quiet();
