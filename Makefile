@@ -6,7 +6,7 @@
 #   make check           install missing packages (as root), check-portable,
 #                        build and run every test; ends with "N passed, N failed"
 #   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
-#   make crash-huge      the 100,000-extent swap cut at 1,000 writes (~20 min)
+#   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
 #   make coverage        gcov/lcov report of engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan

@@ -6,10 +6,14 @@
  *
  * A file of tagged blocks, fragmented by being written in turn with
  * another (one-block extents), with punched holes, an unwritten range and
- * a partial block at EOF, is defragmented on a crash-emulating device.  The
- * power is cut at every 4th device write of the whole run (mount, defrag,
- * unmount; every write with SX_CRASH_LEVEL=long, every 12th with quick),
- * with the volatile writes kept, dropped or torn.  After recovery:
+ * a partial block at EOF, is defragmented on a crash-emulating device,
+ * once with the log's default queue and once with SX_MOUNT_LOG_EACH (a
+ * record per transaction, some 80 times the writes).  The power is cut at
+ * every device write of the whole run (mount, defrag, unmount) of the
+ * queued run and at every 4th of the LOG_EACH one, with the volatile
+ * writes kept, dropped and torn (the LOG_EACH cuts take the three in
+ * turn); SX_CRASH_LEVEL=long cuts every write of both in all three modes,
+ * quick every 4th and 12th write in one mode.  After recovery:
  * - the file holds exactly its original data, block by block, and its size:
  *   defragmenting never changes data, whichever blocks hold it;
  * - the other file is untouched;
@@ -244,7 +248,8 @@ static void crash_at(const struct cfg *c, u64 w, enum sx_crash_mode mode)
 	sx_bdev_destroy(img);
 }
 
-static void run_cfg(const struct cfg *c, u64 step)
+/* Cut every @step-th write in @nmodes modes (1: the three in turn). */
+static void run_cfg(const struct cfg *c, u64 step, u32 nmodes)
 {
 	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
 	struct sx_crashdev_stats st;
@@ -291,8 +296,8 @@ static void run_cfg(const struct cfg *c, u64 step)
 	       (unsigned long long)st.cs_flushes, (unsigned long long)step);
 
 	for (w = 1; w <= st.cs_writes; w += step)
-		for (m = 0; m < 3; m++)
-			crash_at(c, w, modes[(m + w) % 3]);
+		for (m = 0; m < nmodes; m++)
+			crash_at(c, w, modes[(m + w / step) % 3]);
 	printf("%s: %llu crash points\n", c->name, (unsigned long long)(crash_points - before));
 	sxs_file_free(model[0]);
 	sxs_file_free(model[1]);
@@ -308,18 +313,25 @@ int main(void)
 		{ "atomic/each", true, SX_MOUNT_LOG_EACH },
 		{ "nonatomic/each", false, SX_MOUNT_LOG_EACH },
 	};
-	u64 step = 4;
-	u32 i;
+	/* cut steps and modes per cut, queued then LOG_EACH */
+	u64 step_q = 1, step_e = 4;
+	u32 i, modes_q = 3, modes_e = 1;
 
-	if (lv && !strcmp(lv, "quick"))
-		step = 12;
-	else if (lv && !strcmp(lv, "long"))
-		step = 1;
+	if (lv && !strcmp(lv, "quick")) {
+		step_q = 4;
+		step_e = 12;
+		modes_q = 1;
+	} else if (lv && !strcmp(lv, "long")) {
+		step_e = 1;
+		modes_e = 3;
+	}
 	sx_thread_enter();
 	sxt_quiet();
 	for (i = 0; i < ARRAY_SIZE(cfgs); i++) {
+		bool each = cfgs[i].mount_flags & SX_MOUNT_LOG_EACH;
+
 		wl_opts.mo_flags = cfgs[i].mount_flags;
-		run_cfg(&cfgs[i], step);
+		run_cfg(&cfgs[i], each ? step_e : step_q, each ? modes_e : modes_q);
 	}
 	printf("crash points: %llu (recovery freed the tmpfile after %llu of them)\n",
 	       (unsigned long long)crash_points, (unsigned long long)tmpfiles_freed);
