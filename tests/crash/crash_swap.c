@@ -20,8 +20,8 @@
  * forks; a mixed sequence of all of these; a 1,200-extent swap on a small
  * log (the chain checkpoints as it goes); and a 100,000-extent swap cut at
  * sampled writes.  Small cases are cut at every write in all three modes,
- * the mixed sequence at every write in one mode (modes in turn), the large
- * ones at sampled writes.  SX_CRASH_LEVEL=quick samples, long cuts every
+ * the mixed sequence too when queued (with LOG_EACH at every 4th write, in
+ * one mode, modes in turn), the large ones at sampled writes.  SX_CRASH_LEVEL=quick samples, long cuts every
  * write in every mode and the 100,000-extent swap at 1,000 writes.
  * SX_SWAP_CASES=name,name runs only those cases.
  *
@@ -469,6 +469,11 @@ static void run_cfg(const struct cfg *c)
 	pts.fp_modes = modes;
 	pts.fp_nmodes = 3;
 	pts.fp_per_point = wl_opts.mo_flags & SX_MOUNT_LOG_EACH && level < 2 ? 1 : c->modes[level];
+	if (!(wl_opts.mo_flags & SX_MOUNT_LOG_EACH) && level > 0 && c->step[level]) {
+		/* queued, a chain is a few dozen writes: cut each in every mode */
+		pts.fp_step = 1;
+		pts.fp_per_point = 3;
+	}
 	pts.fp_jobs = sxf_jobs();
 	img = sxt_bdev_copy(pristine);
 	VERIFY(sx_crashdev_create(img, 7, &cbd, &cd) == 0);
