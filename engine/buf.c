@@ -426,15 +426,15 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 	if (bp->b_ops) {
 		error = sx_buf_verify(mp, bp->b_data, bp->b_blkno, bp->b_ops, bp->b_owner);
 		if (error) {
-			sx_err(mp, "refusing to write corrupt %s block %llu",
-			       bp->b_ops->bo_name, (unsigned long long)bp->b_blkno);
-			sx_force_shutdown(mp, -EFSCORRUPTED);
+			sx_force_shutdown(mp, -EFSCORRUPTED, "refused to write corrupt %s block %llu",
+					  bp->b_ops->bo_name, (unsigned long long)bp->b_blkno);
 			return -EFSCORRUPTED;
 		}
 	}
 	error = sx_fault("buf_write");
 	if (error) {
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "metadata write of block %llu failed",
+				  (unsigned long long)bp->b_blkno);
 		return error;
 	}
 	return sx_dev_write(mp, bp->b_blkno, 1, bp->b_data, 0);

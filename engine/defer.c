@@ -261,8 +261,7 @@ void sx_defer_attach(struct sx_trans *tp, struct sx_list *list)
 void sx_defer_drop(struct sx_mount *mp, struct sx_list *list)
 {
 	if (sx_defer_free_list(list)) {
-		sx_err(mp, "deferred work with a committed intent was dropped");
-		sx_force_shutdown(mp, -EIO);
+		sx_force_shutdown(mp, -EIO, "deferred work with a committed intent was dropped");
 	}
 }
 
@@ -511,8 +510,8 @@ out_cancel:
 	if (!committed)
 		return error;
 out_shutdown:
-	sx_err(mp, "deferred work failed (%d) after its intent was committed", error);
-	sx_force_shutdown(mp, error);
+	sx_force_shutdown(mp, error, "deferred work failed (%d) after its intent was committed",
+			  error);
 	return error;
 }
 

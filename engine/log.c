@@ -444,7 +444,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	if (!error)
 		error = sx_dev_write(mp, log->l_start + log->l_head, blocks, log->l_iobuf, 0);
 	if (error) {
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "log record write (%u blocks at log block %u) failed",
+				  blocks, log->l_head);
 		return error;
 	}
 
@@ -462,7 +463,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	log->l_stats.ls_bytes += (u64)blocks * log->l_bsize;
 	sx_mutex_unlock(&log->l_lock);
 	if (error) {
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "no memory to track log record %llu",
+				  (unsigned long long)lsn);
 		return error;
 	}
 	*lsnp = lsn;
@@ -628,7 +630,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		if (!error)
 			error = sx_dev_flush(mp);
 		if (error)
-			sx_force_shutdown(mp, error);
+			sx_force_shutdown(mp, error, "cache flush after a log force failed");
 	}
 	if (!error)
 		log->l_stats.ls_forces++;
@@ -686,7 +688,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	if (!error)
 		error = sx_dev_flush(mp);
 	if (error) {
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "cache flush of a checkpoint failed");
 		goto out_unlock;
 	}
 

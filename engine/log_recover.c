@@ -626,9 +626,9 @@ int sx_log_recover_intents(struct sx_mount *mp)
 	else
 		sx_defer_recover_cancel(mp);
 	if (error) {
-		sx_err(mp, "intent recovery failed (%d); the log is left for the next mount",
-		       error);
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error,
+				  "intent recovery failed (%d); the log is left for the next mount",
+				  error);
 		return error;
 	}
 	error = sx_log_force(mp);

@@ -15,15 +15,45 @@
 #include "reflink.h"
 #include "swap_host.h"
 
-/* Stop all further I/O; the first error is the one reported. */
-void sx_force_shutdown(struct sx_mount *mp, int error)
+/*
+ * Stop all further I/O.  The first failure is the one reported: its error
+ * is what sx_unmount() returns and its reason is kept for
+ * sx_shutdown_state(), so a caller that sees EIO long after the cause can
+ * still learn the cause.
+ */
+void sx_force_shutdown(struct sx_mount *mp, int error, const char *fmt, ...)
 {
-	u32 old = __atomic_fetch_or(&mp->m_flags, SX_MF_SHUTDOWN, __ATOMIC_ACQ_REL);
+	bool first = false;
+	va_list ap;
 
-	if (old & SX_MF_SHUTDOWN)
-		return;
-	mp->m_shutdown_error = error;
-	sx_err(mp, "shutting down after error %d; no further I/O", error);
+	sx_mutex_lock(&mp->m_shutdown_lock);
+	if (!sx_is_shutdown(mp)) {
+		mp->m_shutdown_error = error ? error : -EIO;
+		va_start(ap, fmt);
+		vsnprintf(mp->m_shutdown_reason, sizeof(mp->m_shutdown_reason), fmt, ap);
+		va_end(ap);
+		/* the reason is written before the flag that publishes it */
+		__atomic_fetch_or(&mp->m_flags, SX_MF_SHUTDOWN, __ATOMIC_ACQ_REL);
+		first = true;
+	}
+	sx_mutex_unlock(&mp->m_shutdown_lock);
+	if (first)
+		sx_err(mp, "shutting down after error %d: %s; no further I/O", error,
+		       mp->m_shutdown_reason);
+}
+
+/* Whether @mp has shut down: the error and the reason of the first failure. */
+SX_API int sx_shutdown_state(struct sx_mount *mp, char *reason, size_t len)
+{
+	int error = 0;
+
+	sx_mutex_lock(&mp->m_shutdown_lock);
+	if (sx_is_shutdown(mp))
+		error = mp->m_shutdown_error;
+	if (reason && len)
+		snprintf(reason, len, "%s", error ? mp->m_shutdown_reason : "");
+	sx_mutex_unlock(&mp->m_shutdown_lock);
+	return error;
 }
 
 /* Check that [@blkno, @blkno + @count) lies on the filesystem. */
@@ -61,7 +91,8 @@ int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf,
 	error = mp->m_bdev->bd_ops->write(mp->m_bdev, blkno << mp->m_blog, buf,
 					  (size_t)count << mp->m_blog, flags);
 	if (error)
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "device write of %u blocks at block %llu failed",
+				  count, (unsigned long long)blkno);
 	return error;
 }
 
@@ -74,7 +105,7 @@ int sx_dev_flush(struct sx_mount *mp)
 		return -EIO;
 	error = mp->m_bdev->bd_ops->flush(mp->m_bdev);
 	if (error)
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "device cache flush failed");
 	return error;
 }
 
@@ -89,7 +120,8 @@ int sx_write_sb(struct sx_mount *mp)
 	if (!error)
 		error = sx_sb_write(mp->m_bdev, &mp->m_sb);
 	if (error)
-		sx_force_shutdown(mp, error);
+		sx_force_shutdown(mp, error, "superblock write (sequence %llu) failed",
+				  (unsigned long long)mp->m_sb.sb_seq);
 	return error;
 }
 
@@ -102,6 +134,7 @@ static void sx_mount_free(struct sx_mount *mp)
 	sx_log_destroy(mp);
 	sx_bcache_destroy(mp);
 	sx_mutex_destroy(&mp->m_sb_lock);
+	sx_mutex_destroy(&mp->m_shutdown_lock);
 	sx_free(mp);
 }
 
@@ -162,6 +195,7 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		return -ENOMEM;
 	mp->m_bdev = bd;
 	sx_mutex_init(&mp->m_sb_lock);
+	sx_mutex_init(&mp->m_shutdown_lock);
 	sx_list_init(&mp->m_rintents);
 	sx_list_init(&mp->m_dcaptured);
 	snprintf(mp->m_name, sizeof(mp->m_name), "%s", opts->mo_name ? opts->mo_name : "sx");
@@ -249,8 +283,12 @@ SX_API int sx_unmount(struct sx_mount *mp)
 	sx_files_destroy(mp);
 	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp))
 		error = sx_log_checkpoint(mp);
-	if (!error && sx_is_shutdown(mp))
-		error = mp->m_shutdown_error ? mp->m_shutdown_error : -EIO;
+	if (sx_is_shutdown(mp)) {
+		if (!error)
+			error = mp->m_shutdown_error;
+		sx_err(mp, "unmount of a shut-down filesystem (error %d): %s",
+		       mp->m_shutdown_error, mp->m_shutdown_reason);
+	}
 	sx_mount_free(mp);
 	return error;
 }
@@ -258,7 +296,7 @@ SX_API int sx_unmount(struct sx_mount *mp)
 /* Stop all I/O at once, without flushing the log. */
 SX_API void sx_shutdown(struct sx_mount *mp)
 {
-	sx_force_shutdown(mp, -EIO);
+	sx_force_shutdown(mp, -EIO, "shut down by sx_shutdown()");
 }
 
 /* Make every committed change durable. */

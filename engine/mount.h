@@ -38,7 +38,9 @@ struct sx_mount {
 	u32		m_bsize;
 	u32		m_blog;
 	u32		m_flags;	/* SX_MF_*, atomic updates via m_sb_lock */
+	struct sx_mutex	m_shutdown_lock; /* the shutdown's error and reason */
 	int		m_shutdown_error;
+	char		m_shutdown_reason[128];
 	char		m_name[32];
 	struct sx_log	*m_log;
 	struct sx_bcache *m_bcache;
@@ -61,8 +63,12 @@ static inline bool sx_is_shutdown(const struct sx_mount *mp)
 	return (__atomic_load_n(&mp->m_flags, __ATOMIC_ACQUIRE) & SX_MF_SHUTDOWN) != 0;
 }
 
-/** sx_force_shutdown() - stop all further I/O after error @error */
-void sx_force_shutdown(struct sx_mount *mp, int error);
+/**
+ * sx_force_shutdown() - stop all further I/O after error @error; @fmt says
+ * what failed (the first shutdown's reason is kept, sx_shutdown_state())
+ */
+void sx_force_shutdown(struct sx_mount *mp, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Device I/O in filesystem blocks; errors shut the mount down. */
 int sx_dev_read(struct sx_mount *mp, u64 blkno, u32 count, void *buf);

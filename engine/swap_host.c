@@ -313,7 +313,7 @@ static void sx_shost_trans_cancel(struct sx_htrans *htp)
 	struct sx_trans *tp = sx_shost_tp(htp);
 
 	if (tp && (tp->t_flags & SX_TRANS_DIRTY))
-		sx_force_shutdown(tp->t_mp, -EIO);
+		sx_force_shutdown(tp->t_mp, -EIO, "the swap core cancelled a dirty transaction");
 	sx_trans_cancel(tp);
 }
 

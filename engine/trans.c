@@ -580,7 +580,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
 			 * Nothing was queued: the in-memory state can no
 			 * longer be made to match the log, so stop.
 			 */
-			sx_force_shutdown(mp, error);
+			sx_force_shutdown(mp, error, "a transaction could not be queued to the log");
 			goto out_cancel;
 		}
 	} else {

@@ -77,7 +77,8 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		    struct sx_mount **mpp);
 
 /**
- * sx_unmount() - checkpoint and close; frees @mp even on error
+ * sx_unmount() - checkpoint and close; frees @mp even on error (a shutdown's
+ * reason, then or before, is logged at error level before @mp goes)
  *
  * Return: 0, or the first error (including a shutdown's).
  */
@@ -85,6 +86,19 @@ SX_API int sx_unmount(struct sx_mount *mp);
 
 /** sx_shutdown() - stop all I/O at once without flushing the log */
 SX_API void sx_shutdown(struct sx_mount *mp);
+
+/**
+ * sx_shutdown_state() - whether @mp has shut down, and why
+ * @reason: if not NULL, receives (@len bytes, NUL-terminated) what failed
+ *	first, as the engine recorded it ("device write of 1 blocks at block
+ *	1081 failed", say), or "" while the mount runs
+ *
+ * Once shut down, every operation on @mp fails (-EIO or the shutdown's
+ * error) and nothing more reaches the device; sx_unmount() still frees it.
+ *
+ * Return: 0 while the mount runs, else the error of the first failure.
+ */
+SX_API int sx_shutdown_state(struct sx_mount *mp, char *reason, size_t len);
 
 /** sx_sync() - make everything committed so far durable */
 SX_API int sx_sync(struct sx_mount *mp);

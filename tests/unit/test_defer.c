@@ -287,7 +287,7 @@ static void test_bad_intent_refused(void **state)
 	assert_int_equal(sx_trans_alloc(mp, 4096, SX_TRANS_SYNC, &tp), 0);
 	assert_int_equal(sx_trans_log_item(tp, SX_LOG_OP_TEST_DEFER, &bad, sizeof(bad)), 0);
 	assert_int_equal(sx_trans_commit(tp), 0);
-	sx_force_shutdown(mp, -EIO);
+	sx_force_shutdown(mp, -EIO, "test: shut down before the roll");
 	sx_unmount(mp);
 	assert_int_equal(sx_mount(bd, NULL, &mp2), -EFSCORRUPTED);
 	sx_bdev_destroy(bd);

@@ -275,10 +275,12 @@ static void test_shutdown_recovery(void **state)
 	assert_int_equal(r.status, 0);
 	sxt_run_free(&r);
 
-	/* commands after a shutdown fail with an I/O error */
+	/* commands after a shutdown fail with an I/O error; the unmount says why */
 	sxt_tool_run(&r, "io '%s' -c 'open s' -c 'shutdown' -c 'pwrite 0 4k'", image);
 	assert_int_equal(r.status, 1);
-	assert_string_equal(r.err, "swapext: pwrite: Input/output error\n");
+	assert_string_equal(r.err, "swapext: pwrite: Input/output error\n"
+			    "swapext(io): unmount of a shut-down filesystem (error -5): "
+			    "shut down by sx_shutdown()\n");
 	sxt_run_free(&r);
 }
 
