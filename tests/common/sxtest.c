@@ -340,6 +340,29 @@ int sxt_finish_test_intent(struct sx_trans *tp, u64 id, u64 blkno, u64 gen)
 	return sx_trans_log_item(tp, SX_LOG_OP_TEST_DONE, &done, sizeof(done));
 }
 
+/* The seeds of a randomized test (see sxtest.h). */
+u32 sxt_seeds(const char *prog, const u64 *fixed, u32 n, const u64 **seeds)
+{
+	static u64 given;
+	const char *s = getenv("SX_TEST_SEED");
+	u32 i;
+
+	if (s && *s) {
+		given = strtoull(s, NULL, 0);
+		*seeds = &given;
+		n = 1;
+		printf("%s: seed %llu (SX_TEST_SEED)\n", prog, (unsigned long long)given);
+	} else {
+		*seeds = fixed;
+		printf("%s: fixed seeds", prog);
+		for (i = 0; i < n; i++)
+			printf(" %llu", (unsigned long long)fixed[i]);
+		printf(" (SX_TEST_SEED=N runs N instead)\n");
+	}
+	fflush(stdout);
+	return n;
+}
+
 /* Drop engine messages below ERR. */
 static void sxt_log_cb(void *arg, enum sx_log_level level, const char *msg)
 {

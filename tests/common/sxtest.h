@@ -74,6 +74,14 @@ int sxt_log_test_intent(struct sx_trans *tp, u64 blkno, u64 gen, u64 *id);
 /* sxt_finish_test_intent() - do the work of an intent and log its done item */
 int sxt_finish_test_intent(struct sx_trans *tp, u64 id, u64 blkno, u64 gen);
 
+/*
+ * sxt_seeds() - the seeds a randomized test runs: the one SX_TEST_SEED
+ * gives when it is set (make soak passes fresh ones), else the first @n of
+ * @fixed (make check is deterministic).  Prints "PROG: seeds ..." so the
+ * log names them.  Returns how many; *@seeds points at them.
+ */
+u32 sxt_seeds(const char *prog, const u64 *fixed, u32 n, const u64 **seeds);
+
 /* sxt_quiet() - silence engine messages below ERR (tests provoke many) */
 void sxt_quiet(void);
 

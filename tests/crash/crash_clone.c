@@ -327,7 +327,9 @@ int main(void)
 {
 	const char *lv = getenv("SX_CRASH_LEVEL");
 	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
-	u64 seeds[3] = { 11, 12, 13 }, nseeds, s, w, step;
+	static const u64 fixed[3] = { 11, 12, 13 };
+	const u64 *seeds;
+	u64 nseeds, s, w, step;
 	static struct run r;
 	u32 m;
 
@@ -336,8 +338,8 @@ int main(void)
 		level = 0;
 	else if (lv && !strcmp(lv, "long"))
 		level = 2;
-	nseeds = level >= 2 ? 3 : 1;
 	step = level == 0 ? 5 : 1;
+	nseeds = sxt_seeds("crash_clone", fixed, level >= 2 ? 3 : 1, &seeds);
 
 	sx_thread_enter();
 	sxt_quiet();

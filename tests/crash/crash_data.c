@@ -529,7 +529,8 @@ static void io_error_at(struct run *r, enum sx_io_kind kind, u64 nth, bool forev
 int main(void)
 {
 	const char *lv = getenv("SX_CRASH_LEVEL");
-	static const u64 seeds[] = { 1, 2, 3, 4 };
+	static const u64 fixed[] = { 1, 2, 3, 4 };
+	const u64 *seeds;
 	struct run *r = run_new();
 	struct sx_bdev *img, *cbd;
 	struct sx_crashdev *cd;
@@ -543,7 +544,7 @@ int main(void)
 	else if (lv && !strcmp(lv, "long"))
 		level = 2;
 	step = level == 0 ? 4 : 1;
-	nseeds = level >= 2 ? 4 : 1;
+	nseeds = sxt_seeds("crash_data", fixed, level >= 2 ? 4 : 1, &seeds);
 
 	sx_thread_enter();
 	sxt_quiet();

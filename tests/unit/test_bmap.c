@@ -837,5 +837,6 @@ int main(void)
 
 	sx_thread_enter();
 	sxt_quiet();
+	printf("# seed %llu\n", (unsigned long long)test_seed());
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
