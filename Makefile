@@ -155,7 +155,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SECONDARY:
 .SUFFIXES:
 
-.PHONY: all lib tool tests test check demo crash-huge bench bench-xfs coverage asan ubsan check-portable \
+.PHONY: all lib tool tests test check demo crash-huge soak bench bench-xfs coverage asan ubsan check-portable \
 	install uninstall clean help deps FORCE
 
 # ---------------------------------------------------------------- main targets
@@ -197,6 +197,16 @@ crash-huge:
 	@$(call DEPS,test)
 	@$(SUBMAKE) $(BUILD)/tests/crash/crash_swap
 	SX_CRASH_LEVEL=long SX_SWAP_CASES=huge $(BUILD)/tests/crash/crash_swap
+
+# The randomized tests (fsx, the seeded crash tests, the random unit tests)
+# on fresh seeds until SOAK_SECONDS are up (scripts/soak.sh); make check
+# runs them on fixed seeds only.  Failures are kept in $(BUILD)/soak/.
+SOAK_SECONDS	?= 600
+soak:
+	@$(call DEPS,test)
+	@$(SUBMAKE) tests
+	@SOAK_SECONDS=$(SOAK_SECONDS) $(if $(FSX_OPS),SX_FSX_OPS=$(FSX_OPS)) \
+		bash scripts/soak.sh $(BUILD)
 
 # Benchmarks (bench/*.c), run one after another; BENCH_ARGS go to each.
 bench:
@@ -404,7 +414,8 @@ help:
 	@echo "  check           deps, check-portable, build and run every test program"
 	@echo "  test            build and run the tests only (no deps, no check-portable)"
 	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE': an atomic update, a crashed swap"
-	@echo "  crash-huge      the 100,000-extent swap cut at 1,000 writes (~20 min)"
+	@echo "  crash-huge      the 100,000-extent swap cut at 1,000 writes (~35 min)"
+	@echo "  soak            fsx and the seeded tests with fresh seeds for SOAK_SECONDS (now: $(SOAK_SECONDS))"
 	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
@@ -416,7 +427,8 @@ help:
 	@echo "  clean           remove $(BUILD)/"
 	@echo "Variables:"
 	@echo "  CRASH_LEVEL=quick|normal|long  exported as SX_CRASH_LEVEL (now: $(CRASH_LEVEL))"
-	@echo "  TEST_SEED=N                    exported as SX_TEST_SEED"
+	@echo "  TEST_SEED=N                    exported as SX_TEST_SEED: the randomized tests run seed N"
+	@echo "                                 instead of their fixed seeds"
 	@echo "  TESTS='log crc'                run only programs whose name contains a word"
 	@echo "  FSX_OPS=N                      operations of the fsx stress test (default 100000)"
 	@echo "  TEST_TIMEOUT=S                 per-program timeout in seconds (now: $(TEST_TIMEOUT))"
