@@ -96,12 +96,14 @@ static u32 fi_refc_nlevels(const struct sx_dfsinfo *fi)
 /* Remember a height the refcount tree has had (the greatest one). */
 static void fi_note_nlevels(struct sx_mount *mp, u32 nlevels)
 {
-	u32 cur = __atomic_load_n(&mp->m_refc_nlevels, __ATOMIC_ACQUIRE);
+	s32 cur = sx_atomic_read(&mp->m_refc_nlevels), seen;
 
-	while (nlevels > cur &&
-	       !__atomic_compare_exchange_n(&mp->m_refc_nlevels, &cur, nlevels, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
+	while ((s32)nlevels > cur) {
+		seen = sx_atomic_cmpxchg(&mp->m_refc_nlevels, cur, (s32)nlevels);
+		if (seen == cur)
+			break;
+		cur = seen;
+	}
 }
 
 /* Read the fsinfo block at mount. */
@@ -119,7 +121,7 @@ int sx_fsinfo_mount(struct sx_mount *mp)
 	}
 	fi = bp->b_data;
 	mp->m_rootino = le64_to_cpu(fi->fi_rootino);
-	__atomic_store_n(&mp->m_refc_nlevels, fi_refc_nlevels(fi), __ATOMIC_RELEASE);
+	sx_atomic_set(&mp->m_refc_nlevels, (s32)fi_refc_nlevels(fi));
 	sx_buf_relse(bp);
 	return 0;
 }
@@ -189,7 +191,7 @@ int sx_fsinfo_set_refc_root(struct sx_trans *tp, u64 root, u32 nlevels)
 /* The refcount tree's height, for sizing reservations. */
 u32 sx_fsinfo_refc_nlevels(const struct sx_mount *mp)
 {
-	return __atomic_load_n(&mp->m_refc_nlevels, __ATOMIC_ACQUIRE);
+	return (u32)sx_atomic_read(&mp->m_refc_nlevels);
 }
 
 /* The root directory. */

@@ -368,7 +368,7 @@ static struct sx_inode *ic_lookup_rcu(struct sx_icache *ic, u64 ino)
 
 		if (ip->i_ino != ino)
 			continue;
-		if (__atomic_load_n(&ip->i_iflags, __ATOMIC_ACQUIRE) & SX_IF_FREEING)
+		if (sx_load_acquire(ip->i_iflags) & SX_IF_FREEING)
 			continue;
 		if (ic_get_not_zero(&ip->i_count)) {
 			found = ip;
@@ -549,7 +549,7 @@ int sx_irele(struct sx_inode *ip)
 			return 0;
 	}
 	/* a hold and release by the code freeing it (nobody else can get one) */
-	if (__atomic_load_n(&ip->i_iflags, __ATOMIC_ACQUIRE) & SX_IF_FREEING) {
+	if (sx_load_acquire(ip->i_iflags) & SX_IF_FREEING) {
 		sx_atomic_add_return(&ip->i_count, -1);
 		return 0;
 	}
@@ -563,7 +563,7 @@ int sx_irele(struct sx_inode *ip)
 		sx_mutex_unlock(&ic->ic_lock);
 		return 0;
 	}
-	__atomic_store_n(&ip->i_iflags, ip->i_iflags | SX_IF_FREEING, __ATOMIC_RELEASE);
+	sx_store_release(ip->i_iflags, ip->i_iflags | SX_IF_FREEING);
 	sx_mutex_unlock(&ic->ic_lock);
 
 	if (ip->i_nlink == 0 && ip->i_opens == 0) {

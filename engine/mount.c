@@ -33,7 +33,7 @@ void sx_force_shutdown(struct sx_mount *mp, int error, const char *fmt, ...)
 		vsnprintf(mp->m_shutdown_reason, sizeof(mp->m_shutdown_reason), fmt, ap);
 		va_end(ap);
 		/* the reason is written before the flag that publishes it */
-		__atomic_fetch_or(&mp->m_flags, SX_MF_SHUTDOWN, __ATOMIC_ACQ_REL);
+		sx_store_release(mp->m_shutdown, 1u);
 		first = true;
 	}
 	sx_mutex_unlock(&mp->m_shutdown_lock);
@@ -138,41 +138,6 @@ static void sx_mount_free(struct sx_mount *mp)
 	sx_free(mp);
 }
 
-/*
- * Make the deferred-work types known to the log, once per process (or
- * module): the item registry is global and recovery needs every type.
- */
-static int sx_register_types(void)
-{
-	static int state;	/* 0: not yet, 1: being registered, 2: done */
-	int expect = 0, error;
-
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2)
-		return 0;
-	if (!__atomic_compare_exchange_n(&state, &expect, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 1)
-			;
-		return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2 ? 0 : -EINVAL;
-	}
-	error = sx_defer_register(&sx_efi_defer_ops);
-	if (!error) {
-		error = sx_reflink_register();
-		if (error)
-			sx_defer_unregister(&sx_efi_defer_ops);
-	}
-	if (!error) {
-		/* the swap core's SXI: recovery finishes unfinished swaps */
-		error = sx_swap_host_register();
-		if (error) {
-			sx_reflink_unregister();
-			sx_defer_unregister(&sx_efi_defer_ops);
-		}
-	}
-	__atomic_store_n(&state, error ? 0 : 2, __ATOMIC_RELEASE);
-	return error;
-}
-
 /* Open the filesystem on @bd. */
 SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		    struct sx_mount **mpp)
@@ -184,7 +149,7 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 
 	if (!opts)
 		opts = &defaults;
-	error = sx_register_types();
+	error = sx_init();
 	if (error)
 		return error;
 	if ((opts->mo_flags & SX_MOUNT_NORECOVERY) && !(opts->mo_flags & SX_MOUNT_RDONLY))

@@ -26,7 +26,6 @@ enum {
 
 enum {
 	SX_MF_RDONLY	= (1u << 0),
-	SX_MF_SHUTDOWN	= (1u << 1),
 	SX_MF_RECOVERY	= (1u << 2),	/* log recovery in progress */
 	SX_MF_LOG_EACH	= (1u << 3),	/* SX_MOUNT_LOG_EACH */
 };
@@ -37,8 +36,9 @@ struct sx_mount {
 	struct sx_mutex	m_sb_lock;
 	u32		m_bsize;
 	u32		m_blog;
-	u32		m_flags;	/* SX_MF_*, atomic updates via m_sb_lock */
+	u32		m_flags;	/* SX_MF_*, set while mounting only */
 	struct sx_mutex	m_shutdown_lock; /* the shutdown's error and reason */
+	u32		m_shutdown;	/* set once, last, under the lock */
 	int		m_shutdown_error;
 	char		m_shutdown_reason[128];
 	char		m_name[32];
@@ -53,14 +53,14 @@ struct sx_mount {
 	struct sx_icache *m_icache;	/* in-core inodes (inode.c) */
 	struct sx_mutex	m_unlinked_lock; /* serialises removals from the unlinked list */
 	u64		m_rootino;	/* the root directory (fsinfo, fixed at mkfs) */
-	u32		m_refc_nlevels;	/* refcount tree height, greatest seen (fsinfo.c) */
+	struct sx_atomic m_refc_nlevels; /* refcount tree height, greatest seen (fsinfo.c) */
 	struct sx_host	m_host;		/* the swap core's host (swap_host.c) */
 };
 
 /** sx_is_shutdown() - true once the mount has stopped all I/O */
 static inline bool sx_is_shutdown(const struct sx_mount *mp)
 {
-	return (__atomic_load_n(&mp->m_flags, __ATOMIC_ACQUIRE) & SX_MF_SHUTDOWN) != 0;
+	return sx_load_acquire(mp->m_shutdown) != 0;
 }
 
 /**

@@ -85,7 +85,7 @@ static void sx_shost_time(s64 ns, s64 *sec, u32 *nsec)
 static void sx_shost_stat(struct sx_hinode *hi, struct sx_hstat *st)
 {
 	struct sx_inode *ip = sx_shost_ip(hi);
-	u32 f = __atomic_load_n(&ip->i_flags, __ATOMIC_RELAXED);
+	u32 f = sx_read_once(ip->i_flags);
 
 	st->hs_ino = ip->i_ino;
 	st->hs_gen = ip->i_gen;

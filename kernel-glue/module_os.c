@@ -18,11 +18,17 @@ static int __init sx_module_init(void)
 	u32 passed, failed;
 	int error;
 
+	error = sx_init();
+	if (error) {
+		pr_err("swapext: cannot register the log item types: %d\n", error);
+		return error;
+	}
 	if (selftest)
 		sx_kctl_run_selftest(&passed, &failed);
 	error = sx_kctl_init();
 	if (error) {
 		pr_err("swapext: cannot register the control device: %d\n", error);
+		sx_exit();
 		return error;
 	}
 	pr_info("swapext: loaded (control device /dev/" SX_KCTL_DEVNAME ")\n");
@@ -33,6 +39,7 @@ static int __init sx_module_init(void)
 static void __exit sx_module_exit(void)
 {
 	sx_kctl_exit();
+	sx_exit();
 	pr_info("swapext: unloaded\n");
 }
 

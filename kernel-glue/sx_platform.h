@@ -62,6 +62,10 @@ struct sx_mutex {
 	struct task_struct	*m_owner;
 };
 
+/* A mutex defined and initialised at compile time (no sx_mutex_init()). */
+#define SX_DEFINE_MUTEX(name) \
+	struct sx_mutex name = { .m_lock = __MUTEX_INITIALIZER(name.m_lock) }
+
 struct sx_rwsem {
 	struct rw_semaphore	s_lock;
 	struct task_struct	*s_writer;
@@ -104,6 +108,11 @@ struct sx_rcu_head {
  */
 #define sx_rcu_dereference(p)		rcu_dereference_check((p), 1)
 #define sx_rcu_assign_pointer(p, v)	rcu_assign_pointer((p), (v))
+
+/* A plain word shared between threads, read and written in order without a lock. */
+#define sx_load_acquire(x)	smp_load_acquire(&(x))
+#define sx_store_release(x, v)	smp_store_release(&(x), (v))
+#define sx_read_once(x)		READ_ONCE(x)
 
 /*
  * Assertions.  VERIFY is always checked and ends in BUG(): the contract

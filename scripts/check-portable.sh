@@ -3,7 +3,7 @@
 #
 # Check that engine/ stays portable between the user and the kernel build.
 #
-# usage: check-portable.sh sources          rules 1 and 2
+# usage: check-portable.sh sources          rules 1, 2 and 5
 #        check-portable.sh symbols OBJECT... rule 3
 #
 # 1. Every #include in engine/*.[ch] names "sx_platform.h", a public header
@@ -16,6 +16,8 @@
 #    `make check-portable`) call nothing outside the engine but sx_* functions
 #    and the string and formatting functions every kernel has (memcpy, memset,
 #    strlen, snprintf, vsnprintf, ...).
+# 5. No compiler atomics (__atomic_*, __sync_*) in engine/: the platform's
+#    atomics and barriers are the contract.
 
 set -euo pipefail
 
@@ -92,6 +94,13 @@ if [ ${#files[@]} -gt 0 ]; then
 		bad "$hit: platform conditional in engine/ (put it in a glue *_os.c)"
 	done < <(grep -nE '^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif).*\b(__KERNEL__|__linux__|__GLIBC__|_WIN32|__APPLE__|__unix__)\b' \
 		"${files[@]}" || true)
+fi
+
+# Rule 5: no compiler atomics in engine/.
+if [ ${#files[@]} -gt 0 ]; then
+	while IFS= read -r hit; do
+		bad "$hit: compiler atomic (use the platform's sx_atomic*/sx_load_acquire/sx_store_release)"
+	done < <(grep -nE '\b__(atomic|sync)_[a-z_]+' "${files[@]}" || true)
 fi
 
 	if [ "$fail" != 0 ]; then

@@ -90,6 +90,10 @@ struct sx_spinlock {
 	pthread_mutex_t	l_lock;		/* as xfsprogs does: a mutex */
 };
 
+/* A mutex defined and initialised at compile time (no sx_mutex_init()). */
+#define SX_DEFINE_MUTEX(name) \
+	struct sx_mutex name = { .m_lock = PTHREAD_MUTEX_INITIALIZER }
+
 struct sx_cond {
 	pthread_cond_t	c_cond;
 };
@@ -120,6 +124,14 @@ struct sx_rcu_head {
 #define sx_rcu_dereference(p)	__atomic_load_n(&(p), __ATOMIC_CONSUME)
 #define sx_rcu_assign_pointer(p, v) \
 	do { __atomic_store_n(&(p), (v), __ATOMIC_RELEASE); } while (0)
+
+/*
+ * A plain word shared between threads, read and written in order without a
+ * lock (the kernel's smp_load_acquire, smp_store_release and READ_ONCE).
+ */
+#define sx_load_acquire(x)	__atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define sx_store_release(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define sx_read_once(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* Assertions: ASSERT is debug-only, VERIFY is always checked. */
 void sx_assert_fail(const char *expr, const char *file, int line)

@@ -30,7 +30,8 @@ void sx_free(void *p);
 /*
  * Locks.  The lock types (struct sx_mutex, struct sx_rwsem, struct
  * sx_spinlock, struct sx_cond) are defined by the glue.  A condition variable
- * is always used with an sx_mutex.
+ * is always used with an sx_mutex.  SX_DEFINE_MUTEX(name), a glue macro,
+ * defines a mutex that needs no sx_mutex_init() (for static data).
  */
 /** sx_mutex_init() - initialise a sleeping mutex */
 void sx_mutex_init(struct sx_mutex *m);
@@ -80,7 +81,13 @@ void sx_cond_broadcast(struct sx_cond *c);
 
 /*
  * Atomics: struct sx_atomic (32-bit) and struct sx_atomic64, defined by the
- * glue.  All operations are sequentially consistent.
+ * glue.  All operations are sequentially consistent.  For a plain aligned
+ * word that one thread publishes and others read without a lock, the glue
+ * also defines three macros on the word itself (an lvalue):
+ * sx_load_acquire(x), sx_store_release(x, v) and sx_read_once(x) (a
+ * relaxed, tear-free read), as the kernel's smp_load_acquire(),
+ * smp_store_release() and READ_ONCE().  core/ and engine/ use no compiler
+ * atomics of their own (check-portable).
  */
 /** sx_atomic_read() - read a 32-bit atomic */
 s32 sx_atomic_read(const struct sx_atomic *a);

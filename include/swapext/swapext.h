@@ -68,6 +68,18 @@ struct sx_recovery_stats {
 };
 
 /**
+ * sx_init() - make the engine's log item types known (log recovery needs
+ * them).  The kernel module calls it at load; in a program the first
+ * sx_mount() does, so calling it is optional.  Idempotent and thread-safe.
+ *
+ * Return: 0, or -EEXIST/-EINVAL if a type clashes with one already known.
+ */
+SX_API int sx_init(void);
+
+/** sx_exit() - forget what sx_init() registered; no mount may be left */
+SX_API void sx_exit(void);
+
+/**
  * sx_mount() - open the filesystem on @bd, recovering the log if needed
  *
  * Return: 0, -EFSCORRUPTED/-EFSBADCRC for a bad superblock or log,
