@@ -90,7 +90,9 @@ KCHECK		?= 1
 KMOD_DIR	:= $(BUILD)/kmod
 KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
 
-LIB_SRCS	:= $(sort $(wildcard engine/*.c user-glue/*.c))
+CORE_SRCS	:= $(sort $(wildcard core/*.c))
+GLUE_SRCS	:= $(sort $(wildcard user-glue/*.c))
+LIB_SRCS	:= $(CORE_SRCS) $(sort $(wildcard engine/*.c)) $(GLUE_SRCS)
 TOOL_SRCS	:= $(sort $(wildcard user-glue/tool/*.c))
 COMMON_SRCS	:= $(sort $(wildcard tests/common/*.c))
 UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
@@ -98,9 +100,14 @@ CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
 STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
 BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c))
+# The swap core's own tests: they link the core, the glue and the in-memory
+# host (tests/common/memhost.c), never the store.
+CORE_TESTS	:= test_swap_core test_swaprange test_swap_prep
 
 OBJ		:= $(BUILD)/obj
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(OBJ)/%.o)
+CORE_OBJS	:= $(CORE_SRCS:%.c=$(OBJ)/%.o)
+GLUE_OBJS	:= $(GLUE_SRCS:%.c=$(OBJ)/%.o)
 TOOL_OBJS	:= $(TOOL_SRCS:%.c=$(OBJ)/%.o)
 COMMON_OBJS	:= $(COMMON_SRCS:%.c=$(OBJ)/%.o)
 UNIT_OBJS	:= $(UNIT_SRCS:%.c=$(OBJ)/%.o)
@@ -109,19 +116,23 @@ STRESS_OBJS	:= $(STRESS_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS	:= $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 
 LIBA		:= $(BUILD)/libswapext.a
+CORE_LIBA	:= $(BUILD)/libswapext-core.a
 LIBSO		:= $(BUILD)/libswapext.so.$(SOVERSION)
 LIBSO_LINK	:= $(BUILD)/libswapext.so
 TOOL		:= $(BUILD)/swapext
 PCFILE		:= $(BUILD)/swapext.pc
 
 UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+CORE_TEST_BINS	:= $(filter $(CORE_TESTS:%=$(BUILD)/tests/unit/%),$(UNIT_BINS))
+STORE_UNIT_BINS	:= $(filter-out $(CORE_TEST_BINS),$(UNIT_BINS))
 CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
 STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
 TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS)
 BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
-PORT_OBJS	:= $(ENGINE_SRCS:%.c=$(PORT_DIR)/%.o)
+PORT_OBJS	:= $(CORE_SRCS:%.c=$(PORT_DIR)/%.o) $(ENGINE_SRCS:%.c=$(PORT_DIR)/%.o)
+PORT_CORE_OBJS	:= $(CORE_SRCS:%.c=$(PORT_DIR)/%.o)
 # Kernel constraints the user build would not catch: no FPU/SSE code, no
 # VLAs, small stack frames.  -mgeneral-regs-only only where the compiler has it.
 PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
@@ -162,7 +173,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 all: lib tool
 
-lib: $(LIBA) $(LIBSO) $(LIBSO_LINK)
+lib: $(LIBA) $(CORE_LIBA) $(LIBSO) $(LIBSO_LINK)
 
 tool: $(if $(TOOL_SRCS),$(TOOL),)
 
@@ -302,6 +313,7 @@ check-portable:
 	@bash scripts/check-portable.sh sources
 	@$(SUBMAKE) portable-objs
 	@bash scripts/check-portable.sh symbols $(PORT_OBJS)
+	@bash scripts/check-portable.sh core $(PORT_CORE_OBJS)
 
 .PHONY: portable-objs
 portable-objs: $(PORT_OBJS)
@@ -338,6 +350,13 @@ $(LIBA): $(LIB_OBJS)
 	@rm -f $@
 	@$(AR) rcs $@ $(LIB_OBJS)
 
+# The swap core alone: what another filesystem links (with its own glue).
+$(CORE_LIBA): $(CORE_OBJS)
+	@mkdir -p $(@D)
+	@echo "  AR      $@"
+	@rm -f $@
+	@$(AR) rcs $@ $(CORE_OBJS)
+
 $(LIBSO): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
@@ -351,10 +370,17 @@ $(TOOL): $(TOOL_OBJS) $(LIBA)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS) $(TOOL_LDLIBS)
 
-$(UNIT_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(COMMON_OBJS) $(LIBA)
+$(STORE_UNIT_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
+$(CORE_TEST_BINS): $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(OBJ)/tests/common/memhost.o \
+		   $(CORE_LIBA) $(GLUE_OBJS)
+	@mkdir -p $(@D)
+	@echo "  LD      $@ (core only)"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(OBJ)/tests/common/memhost.o $(CORE_LIBA) \
+		$(GLUE_OBJS) $(TEST_LDLIBS)
 
 $(CRASH_BINS): $(BUILD)/tests/crash/%: $(OBJ)/tests/crash/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)

@@ -470,6 +470,7 @@ static const struct sx_host_ops sx_store_host_ops = {
 void sx_swap_host_init(struct sx_mount *mp)
 {
 	mp->m_host.h_ops = &sx_store_host_ops;
+	mp->m_host.h_name = mp->m_name;
 	mp->m_host.h_features = SX_HOST_DEFER_BMAP;
 	if (mp->m_sb.sb_feat_log_incompat & SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP)
 		mp->m_host.h_features |= SX_HOST_ATOMIC_SWAP;

@@ -19,6 +19,8 @@
 #ifndef SWAPEXT_FORMAT_H
 #define SWAPEXT_FORMAT_H
 
+#include <swapext/swap_log.h>
+
 #define SX_SB_MAGIC		0x42535853u	/* "SXSB" */
 #define SX_LOG_MAGIC		0x474c5853u	/* "SXLG" */
 #define SX_BITMAP_MAGIC		0x4d425853u	/* "SXBM" */
@@ -201,18 +203,6 @@ struct sx_dlog_region {
 #define SX_LB_FLAGS_ALL	(SX_LB_CANCEL)
 
 /*
- * Every intent and done payload begins with this header, so that recovery
- * and the log printer can pair them without knowing the type.  An intent's
- * li_id is unique over the life of the filesystem (epoch in the high half);
- * a done item carries the id of its intent.
- */
-struct sx_dlog_intent {
-	__le64	li_id;
-	__le32	li_nitems;
-	__le32	li_pad;
-};
-
-/*
  * Filesystem information block (sb_fsinfo): the logged, changing facts that
  * the superblock, which is never logged, cannot hold.
  */
@@ -359,43 +349,6 @@ enum {
 	SX_CUI_DECREASE	= 2,
 };
 
-/*
- * SXI/SXD: swap the mappings of two ranges of two files' data forks (or of
- * two ranges of one file), the seed's xfs_swap_extent plus both inodes'
- * generation numbers, which recovery checks so that an inode reused after
- * the intent was logged is never touched.  The payload of an SXI is struct
- * sx_dlog_intent (li_nitems = 1, li_pad = 0) and one struct sx_dlog_swapext
- * (struct sx_dlog_sxi); an SXD is the bare struct sx_dlog_intent with the
- * SXI's id.  The intent describes what is LEFT to do: each step of the
- * chain logs the SXD of the old intent and an SXI for the remainder.
- */
-struct sx_dlog_swapext {
-	__le64	sx_ino1;
-	__le64	sx_ino2;
-	__le64	sx_gen1;
-	__le64	sx_gen2;
-	__le64	sx_startoff1;		/* file blocks */
-	__le64	sx_startoff2;
-	__le64	sx_blockcount;		/* blocks left to swap; never 0 */
-	__le64	sx_flags;		/* SX_SWAPEXT_* */
-	__le64	sx_isize1;		/* s64; SET_SIZES: final size of ino1, else -1 */
-	__le64	sx_isize2;
-};
-
-struct sx_dlog_sxi {
-	struct sx_dlog_intent	sxi_hdr;
-	struct sx_dlog_swapext	sxi_ext;
-};
-
-/* Attribute forks (seed bit 0): not supported, never logged, rejected. */
-#define SX_SWAPEXT_ATTR_FORK		(1ULL << 0)
-/* When the last block is swapped, set both sizes to sx_isize1/sx_isize2. */
-#define SX_SWAPEXT_SET_SIZES		(1ULL << 1)
-/* When the last block is swapped, clear ino1's / ino2's reflink flag. */
-#define SX_SWAPEXT_CLEAR_INO1_REFLINK	(1ULL << 3)
-#define SX_SWAPEXT_CLEAR_INO2_REFLINK	(1ULL << 4)
-#define SX_SWAPEXT_FLAGS_ALL		(SX_SWAPEXT_SET_SIZES | \
-					 SX_SWAPEXT_CLEAR_INO1_REFLINK | \
-					 SX_SWAPEXT_CLEAR_INO2_REFLINK)
+/* SXI/SXD: the swap core's items, <swapext/swap_log.h>. */
 
 #endif /* SWAPEXT_FORMAT_H */

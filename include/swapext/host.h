@@ -2,7 +2,7 @@
 /*
  * The host boundary of the swap core.
  *
- * The swap core (engine/swaprange.c, swapext.c, swapext_item.c) implements
+ * The swap core (core/swaprange.c, swapext.c, swapext_item.c) implements
  * swap_file_range: the FISWAPRANGE checks, the estimate, the three swap
  * algorithms, the SXI/SXD intent and its recovery.  It knows nothing of how
  * a filesystem stores inodes, mappings or its journal: everything it needs
@@ -56,7 +56,7 @@
 #define SWAPEXT_HOST_H
 
 #include "sx_platform.h"
-#include <swapext/format.h>
+#include <swapext/swap_log.h>
 #include <swapext/fsr.h>
 
 #ifndef SX_API
@@ -269,6 +269,8 @@ struct sx_host_ops {
 /**
  * struct sx_host - embedded in a host's mount
  * @h_ops:	the operations
+ * @h_name:	what the core's reports call this host (a mount's name, say);
+ *		NULL reads "swap core"
  * @h_features:	SX_HOST_*; read at each call, so a host may turn
  *		SX_HOST_ATOMIC_SWAP on when it sets its log-incompat bit
  * @h_maxbytes:	the largest file size (s_maxbytes): a range may not reach
@@ -276,6 +278,7 @@ struct sx_host_ops {
  */
 struct sx_host {
 	const struct sx_host_ops *h_ops;
+	const char *h_name;
 	u32	h_features;
 	u32	h_pad;
 	s64	h_maxbytes;
@@ -404,11 +407,11 @@ SX_API void sx_swapext_item_cancel(struct sx_swapext_intent *si);
 /**
  * sx_swapext_sxi_check() - check a whole logged SXI payload's framing
  *
- * For hosts that log the payload themselves: @len must be
- * sizeof(struct sx_dlog_sxi), li_nitems 1, li_pad zero.
- * Return: 0 or -EFSCORRUPTED.
+ * For hosts that frame the payload as the store does (struct sx_dlog_sxi):
+ * @len must be its size, li_nitems 1, li_pad zero.  A failure is reported
+ * against @h.  Return: 0 or -EFSCORRUPTED.
  */
-SX_API int sx_swapext_sxi_check(const void *payload, u32 len);
+SX_API int sx_swapext_sxi_check(const struct sx_host *h, const void *payload, u32 len);
 
 /** sx_swapext_item_describe() - one line about a logged item, for log printers */
 SX_API void sx_swapext_item_describe(const struct sx_dlog_swapext *dl, char *buf,

@@ -4,7 +4,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include "util.h"
 #include "memhost.h"
 
 enum {
@@ -90,12 +89,12 @@ static void *mh_xzalloc(size_t n)
 
 static struct mh_inode *MI(struct sx_hinode *ip)
 {
-	return sx_container_of(ip, struct mh_inode, mi_hi);
+	return mh_container_of(ip, struct mh_inode, mi_hi);
 }
 
 static struct mh_host *MH(struct sx_host *h)
 {
-	return sx_container_of(h, struct mh_host, mh_host);
+	return mh_container_of(h, struct mh_host, mh_host);
 }
 
 static struct mh_trans *MT(struct sx_htrans *tp)
@@ -522,12 +521,12 @@ static int mh_read_mapping(struct sx_hinode *ip, u64 startoff, u64 blockcount,
 		const struct mh_ext *e = &mi->mi_ext[i];
 
 		map->hm_startblock = e->me_blk + (startoff - e->me_off);
-		map->hm_blockcount = sx_min(e->me_off + e->me_len - startoff, blockcount);
+		map->hm_blockcount = mh_min(e->me_off + e->me_len - startoff, blockcount);
 		map->hm_flags = e->me_unwritten ? SX_HMAP_UNWRITTEN : 0;
 	} else {
 		map->hm_startblock = SX_HOLESTARTBLOCK;
 		map->hm_blockcount = i < mi->mi_next ?
-				     sx_min(mi->mi_ext[i].me_off - startoff, blockcount) :
+				     mh_min(mi->mi_ext[i].me_off - startoff, blockcount) :
 				     blockcount;
 	}
 	return 0;
@@ -741,6 +740,7 @@ void mh_init(struct mh_host *mh, u32 blksize, u32 features)
 	memset(mh, 0, sizeof(*mh));
 	mh->mh_ops = mh_host_ops;
 	mh->mh_host.h_ops = &mh->mh_ops;
+	mh->mh_host.h_name = "memhost";
 	mh->mh_host.h_features = features;
 	mh->mh_host.h_maxbytes = (s64)1 << 50;
 	mh->mh_blksize = blksize;
@@ -1024,7 +1024,7 @@ int mh_recover(struct mh_host *mh)
 		if (w->mw_kind == MH_IT_BUI) {
 			w->mw_bui = ops[i].mo_p.bui;
 		} else {
-			error = sx_swapext_sxi_check(&ops[i].mo_p.sxi, ops[i].mo_len);
+			error = sx_swapext_sxi_check(&mh->mh_host, &ops[i].mo_p.sxi, ops[i].mo_len);
 			if (!error)
 				error = sx_swapext_item_decode(&mh->mh_host,
 							       &ops[i].mo_p.sxi.sxi_ext,
@@ -1056,7 +1056,7 @@ int mh_check(const struct mh_host *mh, u32 flags)
 
 	for (i = 0; i < MH_NINODES && !ret; i++) {
 		const struct mh_inode *mi = &mh->mh_inodes[i];
-		u64 sum = 0, maxblk = sx_howmany((u64)mi->mi_size, mh->mh_blksize);
+		u64 sum = 0, maxblk = mh_howmany((u64)mi->mi_size, mh->mh_blksize);
 
 		if (!mi->mi_used)
 			continue;
@@ -1106,7 +1106,7 @@ static u64 mh_end(const struct mh_inode *mi)
 bool mh_same(const struct mh_inode *a, const struct mh_inode *b, u64 ino, bool sizes)
 {
 	const struct mh_inode *x = &a[ino - MH_FIRST_INO], *y = &b[ino - MH_FIRST_INO];
-	u64 end = sx_max(mh_end(x), mh_end(y)), off;
+	u64 end = mh_max(mh_end(x), mh_end(y)), off;
 
 	if (sizes && x->mi_size != y->mi_size)
 		return false;

@@ -23,6 +23,16 @@
 #include "sx_platform.h"
 #include <swapext/host.h>
 
+/*
+ * The host and the core's tests link the core and the platform glue only,
+ * never the store: these stand in for the store's util.h helpers.
+ */
+#define mh_min(a, b)		((a) < (b) ? (a) : (b))
+#define mh_max(a, b)		((a) > (b) ? (a) : (b))
+#define mh_howmany(x, y)	(((x) + (y) - 1) / (y))
+#define mh_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
 #define MH_NINODES	8
 #define MH_MAX_EXT	512
 #define MH_FIRST_INO	100

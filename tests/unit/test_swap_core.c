@@ -13,7 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <cmocka.h>
-#include "util.h"
+#include <string.h>
+#include <swapext/device.h>
 #include "memhost.h"
 
 #define B	4096
@@ -142,11 +143,11 @@ static void test_64_extents_holes(void **state)
 	end2 = fill_random(b, 2, 64);
 	a->mi_size = (s64)end1 * B;
 	b->mi_size = (s64)end2 * B;
-	n = sx_min(n, sx_min(end1 - 5, end2 - 9));
+	n = mh_min(n, mh_min(end1 - 5, end2 - 9));
 	old = mh_snapshot(&host);
 	assert_int_equal(do_swap(a, b, 5 * B, 9 * B, (s64)n * B, 0, NULL), 0);
 	check_swapped(old, host.mh_inodes, a->mi_ino, b->mi_ino, 5, 9, n,
-		      sx_max(end1, end2) + 8);
+		      mh_max(end1, end2) + 8);
 	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
 	assert_int_equal(a->mi_size, (s64)end1 * B);
 	check_no_leftovers();
@@ -241,7 +242,7 @@ static void build_pair(struct mh_host *h, u32 features, struct mh_inode **a, str
 	e1 = fill_random(*a, 0, 8);
 	e2 = fill_random(*b, 1, 8);
 	/* full files of one size, nothing mapped past EOF */
-	(*a)->mi_size = (*b)->mi_size = (s64)sx_max(e1, e2) * B;
+	(*a)->mi_size = (*b)->mi_size = (s64)mh_max(e1, e2) * B;
 	(*a)->mi_flags |= SX_HSTAT_REFLINK;
 }
 
@@ -366,7 +367,7 @@ static void setup_crash(enum setup s, struct mh_inode **a, struct mh_inode **b,
 		(*b)->mi_size = (s64)e2 * B;
 		fsr->file1_offset = 2 * B;
 		fsr->file2_offset = 3 * B;
-		fsr->length = (s64)(sx_min(e1 - 2, e2 - 3) - 10) * B;
+		fsr->length = (s64)(mh_min(e1 - 2, e2 - 3) - 10) * B;
 		break;
 	case SETUP_TO_EOF:
 		*b = mh_create(&host, 0);
@@ -537,6 +538,15 @@ static void test_fail_mid_chain(void **state)
 }
 
 /* Recovery refuses an SXI that is malformed or names a reused inode. */
+/* The last warning the core logged: its corruption reports name the host. */
+static char last_warn[256];
+
+static void keep_warn(void *arg, enum sx_log_level level, const char *msg)
+{
+	if (level <= SX_LOG_WARN)
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
+}
+
 static void test_recover_bad_sxi(void **state)
 {
 	struct mh_inode *a, *b;
@@ -572,8 +582,13 @@ static void test_recover_bad_sxi(void **state)
 		case 7: sxi->sxi_hdr.li_nitems = cpu_to_le32(2); break;
 		case 8: e->sx_flags = cpu_to_le64(0); break;	/* sizes without SET_SIZES */
 		}
+		last_warn[0] = 0;
+		sx_set_log_callback(keep_warn, NULL);
 		if (mh_recover(&host) != -EFSCORRUPTED)
 			fail_msg("bad SXI %u was accepted", i);
+		sx_set_log_callback(NULL, NULL);
+		/* the report says which host handed the core the bad item */
+		assert_non_null(strstr(last_warn, "swapext(memhost): corruption: "));
 		{
 			u32 j;
 

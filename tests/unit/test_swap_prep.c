@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <cmocka.h>
-#include "util.h"
 #include "memhost.h"
 
 #define B		4096
@@ -167,10 +166,10 @@ static struct mh_host host, host2;
 /* Map file @mi fully with 4-block extents, or (@frag) every other block. */
 static void fill(struct mh_inode *mi, bool frag)
 {
-	u64 nb = sx_howmany((u64)mi->mi_size, B), off;
+	u64 nb = mh_howmany((u64)mi->mi_size, B), off;
 
 	for (off = 0; off < nb; off += frag ? 2 : 4)
-		mh_add_extent(mi, off, frag ? 1 : sx_min(4, nb - off), frag && (off & 2));
+		mh_add_extent(mi, off, frag ? 1 : mh_min(4, nb - off), frag && (off & 2));
 }
 
 static void fill_fsr(const struct prep_case *c, struct mh_inode *m2, struct file_swap_range *fsr)

@@ -14,7 +14,7 @@
  * written too, so it must be open for writing as file2 must; and an
  * immutable or append-only file1 is refused like file2.
  */
-#include "swapext.h"
+#include "swap_core.h"
 
 /* The host operations the core cannot do without. */
 static bool sx_swaprange_host_ok(const struct sx_host *h)
@@ -357,7 +357,7 @@ int sx_swap_core_range(const struct sx_hfile *file1, const struct sx_hfile *file
 	h->h_ops->ho_lock_two(ip1, ip2);
 	sx_hstat(ip1, &st1);
 	sx_hstat(ip2, &st2);
-	if (SX_IS_CORRUPT(NULL, !sx_is_pow2(st1.hs_blksize) ||
+	if (SX_CORE_CORRUPT(h, !sx_is_pow2(st1.hs_blksize) ||
 			  st1.hs_blksize != st2.hs_blksize)) {
 		error = -EFSCORRUPTED;
 		goto out_unlock;

@@ -12,7 +12,7 @@
  * the final sizes: they are never recomputed from inodes that earlier steps
  * may already have grown); the host then finishes it like any other item.
  */
-#include "swapext.h"
+#include "swap_core.h"
 
 void sx_swapext_item_encode(const struct sx_swapext_intent *si, struct sx_dlog_swapext *dl)
 {
@@ -28,14 +28,14 @@ void sx_swapext_item_encode(const struct sx_swapext_intent *si, struct sx_dlog_s
 	dl->sx_isize2 = cpu_to_le64((u64)si->si_isize2);
 }
 
-int sx_swapext_sxi_check(const void *payload, u32 len)
+int sx_swapext_sxi_check(const struct sx_host *h, const void *payload, u32 len)
 {
 	const struct sx_dlog_sxi *sxi = payload;
 
-	if (SX_IS_CORRUPT(NULL, len != sizeof(*sxi)) ||
-	    SX_IS_CORRUPT(NULL, le32_to_cpu(sxi->sxi_hdr.li_nitems) != 1) ||
-	    SX_IS_CORRUPT(NULL, sxi->sxi_hdr.li_pad != 0) ||
-	    SX_IS_CORRUPT(NULL, sxi->sxi_hdr.li_id == 0))
+	if (SX_CORE_CORRUPT(h, len != sizeof(*sxi)) ||
+	    SX_CORE_CORRUPT(h, le32_to_cpu(sxi->sxi_hdr.li_nitems) != 1) ||
+	    SX_CORE_CORRUPT(h, sxi->sxi_hdr.li_pad != 0) ||
+	    SX_CORE_CORRUPT(h, sxi->sxi_hdr.li_id == 0))
 		return -EFSCORRUPTED;
 	return 0;
 }
@@ -49,22 +49,22 @@ static bool sx_swapext_range_ok(u64 off, u64 len, u32 bsize)
 }
 
 /* Check what a logged item says on its own, before any inode is looked at. */
-static int sx_swapext_item_check(const struct sx_swapext_intent *si)
+static int sx_swapext_item_check(const struct sx_host *h, const struct sx_swapext_intent *si)
 {
 	bool sizes = si->si_flags & SX_SWAPEXT_SET_SIZES;
 
-	if (SX_IS_CORRUPT(NULL, si->si_blockcount == 0) ||
-	    SX_IS_CORRUPT(NULL, si->si_flags & ~SX_SWAPEXT_FLAGS_ALL) ||
-	    SX_IS_CORRUPT(NULL, sizes && (si->si_isize1 < 0 || si->si_isize2 < 0)) ||
-	    SX_IS_CORRUPT(NULL, !sizes && (si->si_isize1 != -1 || si->si_isize2 != -1)) ||
-	    SX_IS_CORRUPT(NULL, !sx_swapext_range_ok(si->si_startoff1, si->si_blockcount, 1)) ||
-	    SX_IS_CORRUPT(NULL, !sx_swapext_range_ok(si->si_startoff2, si->si_blockcount, 1)))
+	if (SX_CORE_CORRUPT(h, si->si_blockcount == 0) ||
+	    SX_CORE_CORRUPT(h, si->si_flags & ~SX_SWAPEXT_FLAGS_ALL) ||
+	    SX_CORE_CORRUPT(h, sizes && (si->si_isize1 < 0 || si->si_isize2 < 0)) ||
+	    SX_CORE_CORRUPT(h, !sizes && (si->si_isize1 != -1 || si->si_isize2 != -1)) ||
+	    SX_CORE_CORRUPT(h, !sx_swapext_range_ok(si->si_startoff1, si->si_blockcount, 1)) ||
+	    SX_CORE_CORRUPT(h, !sx_swapext_range_ok(si->si_startoff2, si->si_blockcount, 1)))
 		return -EFSCORRUPTED;
 	if (si->si_ino1 != si->si_ino2)
 		return 0;
 	/* two ranges of one file: one generation, no overlap */
-	if (SX_IS_CORRUPT(NULL, si->si_gen1 != si->si_gen2) ||
-	    SX_IS_CORRUPT(NULL, si->si_startoff1 < si->si_startoff2 + si->si_blockcount &&
+	if (SX_CORE_CORRUPT(h, si->si_gen1 != si->si_gen2) ||
+	    SX_CORE_CORRUPT(h, si->si_startoff1 < si->si_startoff2 + si->si_blockcount &&
 			  si->si_startoff2 < si->si_startoff1 + si->si_blockcount))
 		return -EFSCORRUPTED;
 	return 0;
@@ -79,7 +79,7 @@ static int sx_swapext_iget(struct sx_host *h, u64 ino, u64 gen, struct sx_hinode
 	error = h->h_ops->ho_iget(h, ino, gen, ipp);
 	if (error == -ENOMEM)
 		return error;
-	if (SX_IS_CORRUPT(NULL, error != 0 || *ipp == NULL)) {
+	if (SX_CORE_CORRUPT(h, error != 0 || *ipp == NULL)) {
 		*ipp = NULL;
 		return -EFSCORRUPTED;
 	}
@@ -117,7 +117,7 @@ int sx_swapext_item_decode(struct sx_host *h, const struct sx_dlog_swapext *dl,
 	si->si_flags = le64_to_cpu(dl->sx_flags);
 	si->si_isize1 = (s64)le64_to_cpu(dl->sx_isize1);
 	si->si_isize2 = (s64)le64_to_cpu(dl->sx_isize2);
-	error = sx_swapext_item_check(si);
+	error = sx_swapext_item_check(h, si);
 	if (error)
 		return error;
 
@@ -131,10 +131,10 @@ int sx_swapext_item_decode(struct sx_host *h, const struct sx_dlog_swapext *dl,
 	/* the inodes must still be regular files whose block size fits the ranges */
 	sx_hstat(si->si_ip1, &st1);
 	sx_hstat(si->si_ip2, &st2);
-	if (SX_IS_CORRUPT(NULL, (st1.hs_mode & SX_HS_IFMT) != SX_HS_IFREG ||
+	if (SX_CORE_CORRUPT(h, (st1.hs_mode & SX_HS_IFMT) != SX_HS_IFREG ||
 			  (st2.hs_mode & SX_HS_IFMT) != SX_HS_IFREG) ||
-	    SX_IS_CORRUPT(NULL, st1.hs_blksize == 0 || st1.hs_blksize != st2.hs_blksize) ||
-	    SX_IS_CORRUPT(NULL, !sx_swapext_range_ok(si->si_startoff1, si->si_blockcount,
+	    SX_CORE_CORRUPT(h, st1.hs_blksize == 0 || st1.hs_blksize != st2.hs_blksize) ||
+	    SX_CORE_CORRUPT(h, !sx_swapext_range_ok(si->si_startoff1, si->si_blockcount,
 						    st1.hs_blksize) ||
 			  !sx_swapext_range_ok(si->si_startoff2, si->si_blockcount,
 					       st2.hs_blksize))) {

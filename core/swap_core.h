@@ -1,18 +1,43 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The swap core's own interfaces between its three files: the front end
- * (swaprange.c) hands a checked request to the swap (swapext.c), whose
- * deferred item (swapext_item.c) the host's chain runner finishes.
+ * The swap core's private header: the interfaces between its three files.
+ * The front end (swaprange.c) hands a checked request to the swap
+ * (swapext.c), whose deferred item (swapext_item.c) the host's chain
+ * runner finishes.
  *
- * The core reaches the filesystem only through <swapext/host.h>.
+ * The core is a unit of its own (core/, built as libswapext-core.a): it
+ * reaches a filesystem only through <swapext/host.h> and the platform only
+ * through the contract in <swapext/platform.h>, and `make check-portable`
+ * fails if one of its objects references any other symbol.  It includes
+ * nothing of a host (engine/ is one host, tests/common/memhost.c another).
  */
-#ifndef SX_SWAPEXT_H
-#define SX_SWAPEXT_H
+#ifndef SX_SWAP_CORE_H
+#define SX_SWAP_CORE_H
 
-#include "util.h"
+#include "sx_platform.h"
 #include <swapext/host.h>
 
 #define SX_S64_MAX	((s64)(~0ULL >> 1))
+
+#define sx_min(a, b)		((a) < (b) ? (a) : (b))
+#define sx_max(a, b)		((a) > (b) ? (a) : (b))
+#define sx_roundup(x, y)	((((x) + (y) - 1) / (y)) * (y))
+#define sx_howmany(x, y)	(((x) + (y) - 1) / (y))
+#define sx_is_pow2(x)		((x) != 0 && ((x) & ((x) - 1)) == 0)
+
+/*
+ * sx_core_corrupt() - log that a check of what a host or the log gave the
+ * core failed (@what, at @func:@line), naming host @h; the caller returns
+ * -EFSCORRUPTED.
+ */
+void sx_core_corrupt(const struct sx_host *h, const char *what, const char *func, int line);
+
+/*
+ * SX_CORE_CORRUPT() - evaluate @expr; if it is true, report it against
+ * host @h and yield true ("if (SX_CORE_CORRUPT(h, x)) return -EFSCORRUPTED;").
+ */
+#define SX_CORE_CORRUPT(h, expr) \
+	(unlikely(expr) ? (sx_core_corrupt((h), #expr, __func__, __LINE__), true) : false)
 
 /* The host of an inode, and its operations. */
 static inline const struct sx_host_ops *sx_hops(const struct sx_hinode *ip)
@@ -79,4 +104,4 @@ int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si);
  */
 int sx_swapext_swap(const struct sx_swap_req *req);
 
-#endif /* SX_SWAPEXT_H */
+#endif /* SX_SWAP_CORE_H */

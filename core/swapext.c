@@ -14,7 +14,7 @@
  * non-atomic one runs the same steps in a plain chain of transactions; the
  * whole-fork swap asks the host to exchange both forks at once.
  */
-#include "swapext.h"
+#include "swap_core.h"
 
 /* Block size of the inodes being swapped. */
 static u32 sx_swapext_blksize(struct sx_hinode *ip)
@@ -38,7 +38,7 @@ static int sx_swapext_read(struct sx_hinode *ip, u64 off, u64 len, struct sx_hma
 	error = sx_hops(ip)->ho_read_mapping(ip, off, len, m);
 	if (error)
 		return error;
-	if (SX_IS_CORRUPT(NULL, m->hm_startoff != off || m->hm_blockcount == 0 ||
+	if (SX_CORE_CORRUPT(ip->hi_host, m->hm_startoff != off || m->hm_blockcount == 0 ||
 			  m->hm_blockcount > len ||
 			  (!sx_hmap_is_mapped(m) && (m->hm_flags & SX_HMAP_UNWRITTEN))))
 		return -EFSCORRUPTED;
@@ -76,10 +76,11 @@ static void sx_swapext_advance(struct sx_swapext_intent *si, u64 len)
  * Two pieces on the same blocks are left alone: two holes, or blocks both
  * ranges share.  Two states for one block is corruption.
  */
-static int sx_swapext_same(const struct sx_hmap *m1, const struct sx_hmap *m2, bool *same)
+static int sx_swapext_same(const struct sx_swapext_intent *si, const struct sx_hmap *m1,
+			   const struct sx_hmap *m2, bool *same)
 {
 	*same = m1->hm_startblock == m2->hm_startblock;
-	if (*same && SX_IS_CORRUPT(NULL, (m1->hm_flags & SX_HMAP_UNWRITTEN) !=
+	if (*same && SX_CORE_CORRUPT(si->si_ip1->hi_host, (m1->hm_flags & SX_HMAP_UNWRITTEN) !=
 				   (m2->hm_flags & SX_HMAP_UNWRITTEN)))
 		return -EFSCORRUPTED;
 	return 0;
@@ -128,7 +129,7 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 		error = sx_swapext_read_pair(&walk, &m1, &m2);
 		if (error)
 			return error;
-		error = sx_swapext_same(&m1, &m2, &same);
+		error = sx_swapext_same(&walk, &m1, &m2, &same);
 		if (error)
 			return error;
 		if (same) {
@@ -301,7 +302,7 @@ int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si)
 		error = sx_swapext_read_pair(si, &m1, &m2);
 		if (error)
 			return error;
-		error = sx_swapext_same(&m1, &m2, &same);
+		error = sx_swapext_same(si, &m1, &m2, &same);
 		if (error)
 			return error;
 		if (same) {
