@@ -537,8 +537,16 @@ static int dry_run(u64 seed, struct sx_crashdev_stats *st, struct run *r)
 		if (k > 1 && (n > 3) != (r->states[k - 1].n > 3))
 			changes++;
 	}
-	CHECK(maxn >= 8 && minn <= 1 && changes >= 4, "workload: %u..%u names, %u crossings",
-	      minn, maxn, changes);
+	/*
+	 * The fixed seeds must give that shape, or the test would lose what it
+	 * is for; a fresh seed (make soak) is crash-tested whatever its shape.
+	 */
+	if (getenv("SX_TEST_SEED") && *getenv("SX_TEST_SEED"))
+		printf("seed %llu: %u..%u names, %u inline/B+tree crossings\n",
+		       (unsigned long long)seed, minn, maxn, changes);
+	else
+		CHECK(maxn >= 8 && minn <= 1 && changes >= 4,
+		      "workload: %u..%u names, %u crossings", minn, maxn, changes);
 	j = recover_and_verify(img, r, "dry run");
 	CHECK(j == NOPS, "dry run: state %d", j);
 	sx_bdev_destroy(img);
