@@ -127,7 +127,9 @@ CORE_TEST_BINS	:= $(filter $(CORE_TESTS:%=$(BUILD)/tests/unit/%),$(UNIT_BINS))
 STORE_UNIT_BINS	:= $(filter-out $(CORE_TEST_BINS),$(UNIT_BINS))
 CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
 STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
-TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS)
+# make install into a scratch folder and a program built on what it installed
+INSTALL_CHECK	:= $(BUILD)/tests/install/install-check
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(INSTALL_CHECK)
 BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
@@ -297,6 +299,12 @@ kcheck:
 	@$(SUBMAKE) tool
 	@bash tests/kmod/kcheck.sh $(BUILD) $(TOOL); rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
+# The install check as a test program of run-tests.sh.
+$(INSTALL_CHECK): tests/install/install-check.sh
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" && exec bash tests/install/install-check.sh "$(abspath $(BUILD))"' > $@
+	@chmod +x $@
+
 # kcheck as a test program of run-tests.sh: a skip is "1 skipped", not a failure.
 $(BUILD)/tests/kmod/kcheck: tests/kmod/kcheck.sh
 	@mkdir -p $(@D)
@@ -407,7 +415,12 @@ FORCE:
 
 # ---------------------------------------------------------------- install
 
-PUB_HEADERS	:= $(sort $(wildcard include/swapext/*.h)) user-glue/sx_platform.h
+# The application API: fixed-width C types only (<swapext/types.h>).  The
+# platform contract, the store's formats and the core's host boundary
+# (platform.h, format.h, swap_log.h, host.h) are for code built with a
+# platform glue in this tree, and are not installed.
+PUB_HEADERS	:= $(addprefix include/swapext/,types.h bdev.h swapext.h fsr.h device.h \
+		     swapext_compat.h kctl.h selftest.h)
 
 install: all $(PCFILE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \

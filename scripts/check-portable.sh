@@ -14,7 +14,8 @@
 #    header "X.h" of the file's own folder (engine/diag/ may also use the
 #    engine's headers).  So the core never includes a store header.  The
 #    public headers in include/swapext/ may include only "sx_platform.h"
-#    and each other.
+#    and each other, but for types.h, which takes the fixed-width types
+#    from <stdint.h> and friends (<linux/types.h> in the kernel).
 # 2. core/ and engine/ have no platform conditionals (__KERNEL__, __linux__,
 #    __GLIBC__, _WIN32, __APPLE__, __unix__): platform code lives in the
 #    glue's *_os.c.
@@ -82,6 +83,11 @@ check_includes() {
 			continue
 		fi
 		if [ "$kind" = '"' ] && [ "$dir" = engine/diag ] && [ -f "engine/$target" ]; then
+			continue
+		fi
+		# types.h alone picks the system's fixed-width types, by platform
+		if [ "$f" = include/swapext/types.h ] && [ "$kind" = '<' ] &&
+		   [[ "$target" =~ ^(linux/types\.h|linux/stddef\.h|stdbool\.h|stddef\.h|stdint\.h)$ ]]; then
 			continue
 		fi
 		if [ "$dir" = core ]; then

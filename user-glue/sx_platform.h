@@ -71,7 +71,9 @@ typedef uint64_t __le64;
 #define SX_UNUSED	__attribute__((unused))
 
 /* Symbols of the public API; everything else is hidden in libswapext.so. */
+#ifndef SX_API
 #define SX_API		__attribute__((visibility("default")))
+#endif
 
 /* Lock and atomic types (implemented in user-glue/platform_os.c). */
 struct sx_mutex {

@@ -6,7 +6,8 @@
 #ifndef SWAPEXT_DEVICE_H
 #define SWAPEXT_DEVICE_H
 
-#include "sx_platform.h"
+#include <swapext/types.h>
+#include <swapext/bdev.h>
 
 enum {
 	SX_FILEDEV_RDONLY	= (1u << 0),
@@ -21,13 +22,13 @@ enum {
  * Writes use pwrite, flush uses fdatasync, FUA writes are followed by
  * fdatasync.  Return: 0 or a negative errno.
  */
-SX_API int sx_filedev_open(const char *path, unsigned int flags, u64 size,
+SX_API int sx_filedev_open(const char *path, unsigned int flags, uint64_t size,
 			   struct sx_bdev **bdp);
 
 /**
  * sx_memdev_create() - a device held in memory, @size bytes (for tests)
  */
-SX_API int sx_memdev_create(u64 size, u32 sectsize, struct sx_bdev **bdp);
+SX_API int sx_memdev_create(uint64_t size, uint32_t sectsize, struct sx_bdev **bdp);
 
 /** sx_bdev_destroy() - close any device; NULL is ignored */
 SX_API void sx_bdev_destroy(struct sx_bdev *bd);
@@ -49,15 +50,15 @@ enum sx_io_kind {
 struct sx_crashdev;
 
 struct sx_crashdev_stats {
-	u64	cs_reads;
-	u64	cs_writes;		/* every write issued, FUA included */
-	u64	cs_fua_writes;
-	u64	cs_flushes;
-	u64	cs_bytes_read;
-	u64	cs_bytes_written;
-	u64	cs_volatile;		/* writes not yet durable now */
-	u64	cs_injected_errors;
-	bool	cs_dead;		/* power was cut */
+	uint64_t	cs_reads;
+	uint64_t	cs_writes;	/* every write issued, FUA included */
+	uint64_t	cs_fua_writes;
+	uint64_t	cs_flushes;
+	uint64_t	cs_bytes_read;
+	uint64_t	cs_bytes_written;
+	uint64_t	cs_volatile;	/* writes not yet durable now */
+	uint64_t	cs_injected_errors;
+	bool		cs_dead;	/* power was cut */
 };
 
 /**
@@ -69,7 +70,7 @@ struct sx_crashdev_stats {
  * volatile write can be kept, dropped or torn at a sector boundary.  FUA
  * writes are durable at once.  @lower is not destroyed with the wrapper.
  */
-SX_API int sx_crashdev_create(struct sx_bdev *lower, u64 seed, struct sx_bdev **bdp,
+SX_API int sx_crashdev_create(struct sx_bdev *lower, uint64_t seed, struct sx_bdev **bdp,
 			      struct sx_crashdev **cdp);
 
 /**
@@ -77,7 +78,7 @@ SX_API int sx_crashdev_create(struct sx_bdev *lower, u64 seed, struct sx_bdev **
  * counted from creation) is in flight: that write gets a fate too and fails,
  * and every I/O after it fails with -EIO.  @n = 0 disarms.
  */
-SX_API void sx_crashdev_cut_at_write(struct sx_crashdev *cd, u64 n,
+SX_API void sx_crashdev_cut_at_write(struct sx_crashdev *cd, uint64_t n,
 				     enum sx_crash_mode mode);
 
 /** sx_crashdev_cut_now() - lose power now, applying @mode to volatile writes */
@@ -87,7 +88,7 @@ SX_API void sx_crashdev_cut_now(struct sx_crashdev *cd, enum sx_crash_mode mode)
  * sx_crashdev_fail() - make the @nth I/O of @kind (1-based, counted from
  * now) fail with @error, once or (with @forever) from then on
  */
-SX_API void sx_crashdev_fail(struct sx_crashdev *cd, enum sx_io_kind kind, u64 nth,
+SX_API void sx_crashdev_fail(struct sx_crashdev *cd, enum sx_io_kind kind, uint64_t nth,
 			     bool forever, int error);
 
 /** sx_crashdev_clear_faults() - disarm every injected I/O error */
@@ -102,14 +103,14 @@ SX_API void sx_crashdev_clear_faults(struct sx_crashdev *cd);
  * every child is the same run cut at a different write.  The hook runs
  * without the device's lock, and @n is exact only while one thread writes.
  */
-SX_API void sx_crashdev_set_write_hook(struct sx_crashdev *cd, void (*fn)(void *arg, u64 n),
+SX_API void sx_crashdev_set_write_hook(struct sx_crashdev *cd, void (*fn)(void *arg, uint64_t n),
 				       void *arg);
 
 /** sx_crashdev_get_stats() - copy the counters */
 SX_API void sx_crashdev_get_stats(struct sx_crashdev *cd, struct sx_crashdev_stats *st);
 
 /** sx_crashdev_set_sectsize() - sector size used for tearing (default: lower's) */
-SX_API void sx_crashdev_set_sectsize(struct sx_crashdev *cd, u32 sectsize);
+SX_API void sx_crashdev_set_sectsize(struct sx_crashdev *cd, uint32_t sectsize);
 
 /*
  * Userspace platform extras.
@@ -123,10 +124,10 @@ SX_API void sx_set_log_callback(sx_log_callback fn, void *arg);
  * sx_fault_arm() - make sx_fault(@site) return @error on its @nth call from
  * now (1-based), once or, with @forever, on every call from then on
  */
-SX_API int sx_fault_arm(const char *site, u64 nth, bool forever, int error);
+SX_API int sx_fault_arm(const char *site, uint64_t nth, bool forever, int error);
 /** sx_fault_disarm_all() - disarm every fault site */
 SX_API void sx_fault_disarm_all(void);
 /** sx_fault_hits() - how often sx_fault(@site) has been called */
-SX_API u64 sx_fault_hits(const char *site);
+SX_API uint64_t sx_fault_hits(const char *site);
 
 #endif /* SWAPEXT_DEVICE_H */

@@ -19,6 +19,7 @@
 #ifndef SWAPEXT_FORMAT_H
 #define SWAPEXT_FORMAT_H
 
+#include <swapext/swapext.h>
 #include <swapext/swap_log.h>
 
 #define SX_SB_MAGIC		0x42535853u	/* "SXSB" */
@@ -49,7 +50,7 @@
 #define SX_FEAT_COMPAT_SUPPORTED	0u
 #define SX_FEAT_RO_COMPAT_SUPPORTED	0u
 #define SX_FEAT_INCOMPAT_SUPPORTED	0u
-#define SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP (1u << 0)	/* SXI/SXD items may be logged */
+/* SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP is in <swapext/swapext.h> (sx_mkfs() takes it) */
 #define SX_FEAT_LOG_INCOMPAT_SUPPORTED	(SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP)
 
 /*
@@ -227,21 +228,14 @@ struct sx_dfsinfo {
  */
 #define SX_NAME_MAX		255
 
-#define SX_IFMT			0170000
-#define SX_IFREG		0100000
-#define SX_IFDIR		0040000
+/* SX_IFMT, SX_IFREG and SX_IFDIR (di_mode) are in <swapext/swapext.h>. */
 
 enum {
 	SX_DIF_INLINE	= 1,
 	SX_DIF_BTREE	= 2,
 };
 
-/* di_flags */
-#define SX_DIFLAG_REFLINK	(1u << 0)	/* may share blocks */
-#define SX_DIFLAG_IMMUTABLE	(1u << 1)
-#define SX_DIFLAG_APPEND	(1u << 2)
-#define SX_DIFLAG_SWAPFILE	(1u << 3)	/* in use as swap: no remapping (ETXTBSY) */
-#define SX_DIFLAG_ALL		0xfu
+/* di_flags: SX_DIFLAG_* in <swapext/swapext.h> (sx_fstat() reports them) */
 
 struct sx_dinode {
 	struct sx_dblk_hdr di_hdr;	/* bh_owner = the inode number */

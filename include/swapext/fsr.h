@@ -17,24 +17,24 @@
 #ifndef SWAPEXT_FSR_H
 #define SWAPEXT_FSR_H
 
-#include "sx_platform.h"
+#include <swapext/types.h>
 
 struct file_swap_range {
-	s64	file1_fd;
-	s64	file1_offset;		/* file1 offset, bytes */
-	s64	file2_offset;		/* file2 offset, bytes */
-	s64	length;			/* bytes to swap */
+	int64_t		file1_fd;
+	int64_t		file1_offset;		/* file1 offset, bytes */
+	int64_t		file2_offset;		/* file2 offset, bytes */
+	int64_t		length;			/* bytes to swap */
 
-	u64	flags;			/* see FILE_SWAP_RANGE_* below */
+	uint64_t	flags;			/* see FILE_SWAP_RANGE_* below */
 
 	/* file2 metadata for optional freshness checks */
-	s64	file2_ino;		/* inode number */
-	s64	file2_mtime;		/* modification time */
-	s64	file2_ctime;		/* change time */
-	s32	file2_mtime_nsec;	/* mod time, nsec */
-	s32	file2_ctime_nsec;	/* change time, nsec */
+	int64_t		file2_ino;		/* inode number */
+	int64_t		file2_mtime;		/* modification time */
+	int64_t		file2_ctime;		/* change time */
+	int32_t		file2_mtime_nsec;	/* mod time, nsec */
+	int32_t		file2_ctime_nsec;	/* change time, nsec */
 
-	u64	pad[6];			/* must be zeroes */
+	uint64_t	pad[6];			/* must be zeroes */
 };
 
 _Static_assert(offsetof(struct file_swap_range, file1_fd) == 0, "fsr layout");

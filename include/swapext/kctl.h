@@ -22,7 +22,7 @@
 #ifndef SWAPEXT_KCTL_H
 #define SWAPEXT_KCTL_H
 
-#include "sx_platform.h"
+#include <swapext/types.h>
 #include <swapext/fsr.h>
 #include <swapext/swapext_compat.h>
 
@@ -39,10 +39,10 @@
 
 /* VERSION: what this module speaks and has. */
 struct sx_kctl_version {
-	u32	kv_abi;			/* SX_KCTL_ABI_VERSION */
-	u32	kv_features;		/* SX_KCTL_FEAT_*: operations the engine has */
-	u32	kv_instances;		/* attached now */
-	u32	kv_pad;
+	uint32_t	kv_abi;		/* SX_KCTL_ABI_VERSION */
+	uint32_t	kv_features;	/* SX_KCTL_FEAT_*: operations the engine has */
+	uint32_t	kv_instances;	/* attached now */
+	uint32_t	kv_pad;
 };
 #define SX_KCTL_FEAT_FILES	(1u << 0)	/* create/open/close/pread/pwrite/fsync */
 #define SX_KCTL_FEAT_CLONE	(1u << 1)
@@ -52,20 +52,20 @@ struct sx_kctl_version {
 
 /* ATTACH: mount the filesystem on a block device (log recovery runs). */
 struct sx_kctl_attach {
-	char	ka_path[SX_KCTL_PATH_MAX];	/* in: block device, NUL-terminated */
-	u32	ka_flags;			/* in: SX_KCTL_ATTACH_* */
-	u32	ka_id;				/* out: the instance */
+	char		ka_path[SX_KCTL_PATH_MAX];	/* in: block device, NUL-terminated */
+	uint32_t	ka_flags;			/* in: SX_KCTL_ATTACH_* */
+	uint32_t	ka_id;				/* out: the instance */
 	/* out: what recovery did */
-	u64	ka_rs_records;
-	u64	ka_rs_ops;
-	u64	ka_rs_bufs_replayed;
-	u64	ka_rs_bufs_skipped;
-	u64	ka_rs_bufs_cancelled;
-	u64	ka_rs_intents;
-	u64	ka_rs_head_lsn;
-	u64	ka_rs_tail_lsn;
-	s32	ka_rs_stop_reason;
-	u32	ka_pad;
+	uint64_t	ka_rs_records;
+	uint64_t	ka_rs_ops;
+	uint64_t	ka_rs_bufs_replayed;
+	uint64_t	ka_rs_bufs_skipped;
+	uint64_t	ka_rs_bufs_cancelled;
+	uint64_t	ka_rs_intents;
+	uint64_t	ka_rs_head_lsn;
+	uint64_t	ka_rs_tail_lsn;
+	int32_t		ka_rs_stop_reason;
+	uint32_t	ka_pad;
 };
 #define SX_KCTL_ATTACH_RDONLY		(1u << 0)
 #define SX_KCTL_ATTACH_NORECOVERY	(1u << 1)	/* with RDONLY */
@@ -73,36 +73,36 @@ struct sx_kctl_attach {
 
 /* DETACH, SHUTDOWN, SYNC, CHECKPOINT: one instance. */
 struct sx_kctl_id {
-	u32	ki_id;		/* in */
-	u32	ki_flags;	/* in: 0 */
-	s32	ki_result;	/* out: DETACH: sx_unmount()'s result (the instance is gone anyway) */
-	u32	ki_pad;
+	uint32_t	ki_id;		/* in */
+	uint32_t	ki_flags;	/* in: 0 */
+	int32_t		ki_result;	/* out: DETACH: sx_unmount()'s result (the instance is gone anyway) */
+	uint32_t	ki_pad;
 };
 
 /* INFO: describe an instance (the fields of struct sx_info). */
 struct sx_kctl_info {
-	u32	ki_id;			/* in */
-	u32	ki_version;
-	u32	ki_blocksize;
-	u32	ki_sectsize;
-	u64	ki_dblocks;
-	u64	ki_free_blocks;
-	u64	ki_logstart;
-	u64	ki_bmapstart;
-	u64	ki_datastart;
-	u32	ki_logblocks;
-	u32	ki_bmapblocks;
-	u32	ki_feat_compat;
-	u32	ki_feat_ro_compat;
-	u32	ki_feat_incompat;
-	u32	ki_feat_log_incompat;
-	u64	ki_log_head;
-	u64	ki_log_tail;
-	u64	ki_sb_seq;
-	u32	ki_log_epoch;
-	u32	ki_shutdown;		/* 1 after SHUTDOWN or an I/O error */
-	u8	ki_uuid[16];
-	char	ki_label[40];
+	uint32_t	ki_id;		/* in */
+	uint32_t	ki_version;
+	uint32_t	ki_blocksize;
+	uint32_t	ki_sectsize;
+	uint64_t	ki_dblocks;
+	uint64_t	ki_free_blocks;
+	uint64_t	ki_logstart;
+	uint64_t	ki_bmapstart;
+	uint64_t	ki_datastart;
+	uint32_t	ki_logblocks;
+	uint32_t	ki_bmapblocks;
+	uint32_t	ki_feat_compat;
+	uint32_t	ki_feat_ro_compat;
+	uint32_t	ki_feat_incompat;
+	uint32_t	ki_feat_log_incompat;
+	uint64_t	ki_log_head;
+	uint64_t	ki_log_tail;
+	uint64_t	ki_sb_seq;
+	uint32_t	ki_log_epoch;
+	uint32_t	ki_shutdown;	/* 1 after SHUTDOWN or an I/O error */
+	uint8_t		ki_uuid[16];
+	char		ki_label[40];
 };
 
 /*
@@ -112,22 +112,22 @@ struct sx_kctl_info {
  * whether block @bno is free (ke_len = 1 if it is, 0 if not).
  */
 struct sx_kctl_extent {
-	u32	ke_id;		/* in */
-	u32	ke_flags;	/* in: SX_KCTL_SYNC */
-	u64	ke_hint;	/* in (ALLOC) */
-	u32	ke_minlen;	/* in (ALLOC) */
-	u32	ke_maxlen;	/* in (ALLOC) */
-	u64	ke_bno;		/* out (ALLOC), in (FREE, ISFREE) */
-	u64	ke_len;		/* out (ALLOC, ISFREE), in (FREE) */
+	uint32_t	ke_id;		/* in */
+	uint32_t	ke_flags;	/* in: SX_KCTL_SYNC */
+	uint64_t	ke_hint;	/* in (ALLOC) */
+	uint32_t	ke_minlen;	/* in (ALLOC) */
+	uint32_t	ke_maxlen;	/* in (ALLOC) */
+	uint64_t	ke_bno;		/* out (ALLOC), in (FREE, ISFREE) */
+	uint64_t	ke_len;		/* out (ALLOC, ISFREE), in (FREE) */
 };
 #define SX_KCTL_SYNC		(1u << 0)	/* commit durably (SX_TRANS_SYNC) */
 
 /* SELFTEST: run the engine's scenarios on memory devices (printk'd). */
 struct sx_kctl_selftest {
-	u32	ks_passed;	/* out */
-	u32	ks_failed;	/* out */
-	u32	ks_flags;	/* in: 0 */
-	u32	ks_pad;
+	uint32_t	ks_passed;	/* out */
+	uint32_t	ks_failed;	/* out */
+	uint32_t	ks_flags;	/* in: 0 */
+	uint32_t	ks_pad;
 };
 
 /*
@@ -136,51 +136,51 @@ struct sx_kctl_selftest {
  * only counts.  An empty name forgets every site.  kf_hits: calls so far.
  */
 struct sx_kctl_fault {
-	char	kf_name[SX_KCTL_FAULT_NAME_MAX];
-	u64	kf_nth;
-	s32	kf_error;
-	u32	kf_flags;
-	u64	kf_hits;	/* out */
+	char		kf_name[SX_KCTL_FAULT_NAME_MAX];
+	uint64_t	kf_nth;
+	int32_t		kf_error;
+	uint32_t	kf_flags;
+	uint64_t	kf_hits;	/* out */
 };
 #define SX_KCTL_FAULT_FOREVER	(1u << 0)
 
 /* CREATE, OPEN (kf_name), CLOSE, FSYNC (kf_fd). */
 struct sx_kctl_file {
-	u32	kf_id;			/* in */
-	u32	kf_mode;		/* in: CREATE's mode bits */
-	s32	kf_fd;			/* out: CREATE, OPEN; in: CLOSE, FSYNC */
-	u32	kf_flags;		/* in: 0 */
-	char	kf_name[SX_KCTL_NAME_MAX];
+	uint32_t	kf_id;		/* in */
+	uint32_t	kf_mode;	/* in: CREATE's mode bits */
+	int32_t		kf_fd;		/* out: CREATE, OPEN; in: CLOSE, FSYNC */
+	uint32_t	kf_flags;	/* in: 0 */
+	char		kf_name[SX_KCTL_NAME_MAX];
 };
 
 /* PREAD, PWRITE: kr_len bytes at kr_off through the user buffer kr_buf. */
 struct sx_kctl_rw {
-	u32	kr_id;
-	s32	kr_fd;
-	u64	kr_buf;			/* user address */
-	u64	kr_len;
-	u64	kr_off;
-	s64	kr_result;		/* out: bytes moved */
+	uint32_t	kr_id;
+	int32_t		kr_fd;
+	uint64_t	kr_buf;		/* user address */
+	uint64_t	kr_len;
+	uint64_t	kr_off;
+	int64_t		kr_result;	/* out: bytes moved */
 };
 
 /* CLONE: make kc_dst_fd share all of kc_src_fd's blocks (FICLONE). */
 struct sx_kctl_clone {
-	u32	kc_id;
-	s32	kc_dst_fd;
-	s32	kc_src_fd;
-	u32	kc_flags;		/* 0 */
+	uint32_t	kc_id;
+	int32_t		kc_dst_fd;
+	int32_t		kc_src_fd;
+	uint32_t	kc_flags;	/* 0 */
 };
 
 /* SELECT: bind this open control file to an instance and descriptor (file2). */
 struct sx_kctl_select {
-	u32	ks_id;
-	s32	ks_fd;
+	uint32_t	ks_id;
+	int32_t		ks_fd;
 };
 
 /* BULKSTAT: the bulkstat record of descriptor kb_fd (sx_bulkstat()), for XFS_IOC_SWAPEXT. */
 struct sx_kctl_bulkstat {
-	u32			kb_id;		/* in */
-	s32			kb_fd;		/* in */
+	uint32_t		kb_id;		/* in */
+	int32_t			kb_fd;		/* in */
 	struct sx_xfs_bstat	kb_stat;	/* out */
 };
 

@@ -13,6 +13,9 @@
 #ifndef SWAPEXT_PLATFORM_H
 #define SWAPEXT_PLATFORM_H
 
+#include <swapext/types.h>
+#include <swapext/bdev.h>
+
 /*
  * Memory.  All allocations may fail and return NULL; callers turn that into
  * -ENOMEM.  SX_NOFS is passed inside transactions: in the kernel it maps to
@@ -139,12 +142,7 @@ u64 sx_wall_ns(void);
  * Logging.  Levels follow syslog.  In userspace the message goes to a
  * callback that a program or test may replace; in the kernel to printk.
  */
-enum sx_log_level {
-	SX_LOG_ERR = 3,
-	SX_LOG_WARN = 4,
-	SX_LOG_INFO = 6,
-	SX_LOG_DEBUG = 7,
-};
+/* enum sx_log_level is in <swapext/types.h>. */
 /** sx_log_emit() - emit one formatted log message at @level */
 void sx_log_emit(enum sx_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -165,32 +163,6 @@ u32 sx_crc32c(u32 crc, const void *buf, size_t len);
 /** sx_fault() - 0, or the error armed for the fault site @site */
 int sx_fault(const char *site);
 
-/*
- * Block devices.  Offsets and lengths are in bytes and are multiples of the
- * device's sector size.  write() with SX_BDEV_FUA is durable when it returns;
- * any other write is durable only after a later flush() returns.  flush()
- * makes every write that completed before it durable.
- */
-#define SX_BDEV_FUA	(1u << 0)
-
-struct sx_bdev;
-
-struct sx_bdev_ops {
-	int (*read)(struct sx_bdev *bd, u64 off, void *buf, size_t len);
-	int (*write)(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
-		     unsigned int flags);
-	int (*flush)(struct sx_bdev *bd);
-	/* optional: tell the device a range no longer holds data */
-	int (*discard)(struct sx_bdev *bd, u64 off, u64 len);
-	/* release the device and its context */
-	void (*destroy)(struct sx_bdev *bd);
-};
-
-struct sx_bdev {
-	const struct sx_bdev_ops *bd_ops;
-	void		*bd_ctx;	/* the implementation's state */
-	u64		bd_size;	/* bytes */
-	u32		bd_sectsize;	/* logical sector size, a power of 2 */
-};
+/* Block devices: struct sx_bdev and its operations, in <swapext/bdev.h>. */
 
 #endif /* SWAPEXT_PLATFORM_H */

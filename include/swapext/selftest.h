@@ -8,11 +8,11 @@
 #ifndef SWAPEXT_SELFTEST_H
 #define SWAPEXT_SELFTEST_H
 
-#include "sx_platform.h"
+#include <swapext/types.h>
 #include <swapext/swapext.h>
 
 /* Make a zeroed memory device of @size bytes with @sectsize-byte sectors. */
-typedef int (*sx_memdev_fn)(u64 size, u32 sectsize, struct sx_bdev **bdp);
+typedef int (*sx_memdev_fn)(uint64_t size, uint32_t sectsize, struct sx_bdev **bdp);
 
 /**
  * sx_selftest_run() - run every scenario: mkfs, mount, transactions,
@@ -26,6 +26,6 @@ typedef int (*sx_memdev_fn)(u64 size, u32 sectsize, struct sx_bdev **bdp);
  * Return: 0 if every scenario passed, else -EIO.
  */
 SX_API int sx_selftest_run(sx_memdev_fn mkdev, sx_report_fn out, void *arg,
-			   u32 *passed, u32 *failed);
+			   uint32_t *passed, uint32_t *failed);
 
 #endif /* SWAPEXT_SELFTEST_H */

@@ -9,7 +9,7 @@
 #ifndef SWAPEXT_SWAPEXT_H
 #define SWAPEXT_SWAPEXT_H
 
-#include "sx_platform.h"
+#include <swapext/types.h>
 #include <swapext/fsr.h>
 
 struct sx_mount;
@@ -19,13 +19,30 @@ struct sx_bdev;
 #define SX_API
 #endif
 
+/*
+ * On-disk values the API passes through (the rest of the format is the
+ * engine's, in format.h): the log-incompat feature sx_mkfs() may set, file
+ * types of a mode, and inode flags.
+ */
+#define SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP (1u << 0)	/* SXI/SXD items may be logged */
+
+#define SX_IFMT			0170000
+#define SX_IFREG		0100000
+#define SX_IFDIR		0040000
+
+#define SX_DIFLAG_REFLINK	(1u << 0)	/* may share blocks */
+#define SX_DIFLAG_IMMUTABLE	(1u << 1)
+#define SX_DIFLAG_APPEND	(1u << 2)
+#define SX_DIFLAG_SWAPFILE	(1u << 3)	/* in use as swap: no remapping (ETXTBSY) */
+#define SX_DIFLAG_ALL		0xfu
+
 /* Options for sx_mkfs(); zero fields take defaults. */
 struct sx_mkfs_opts {
-	u32		mo_blocksize;		/* 512..65536, power of 2; default 4096 */
-	u32		mo_logblocks;		/* default: 1/64 of the device, 256 KiB..64 MiB */
-	u64		mo_dblocks;		/* default: the whole device */
-	u32		mo_feat_log_incompat;	/* SX_FEAT_LOG_INCOMPAT_* */
-	const u8	*mo_uuid;		/* 16 bytes; default derived from the clock */
+	uint32_t	mo_blocksize;		/* 512..65536, power of 2; default 4096 */
+	uint32_t	mo_logblocks;		/* default: 1/64 of the device, 256 KiB..64 MiB */
+	uint64_t	mo_dblocks;		/* default: the whole device */
+	uint32_t	mo_feat_log_incompat;	/* SX_FEAT_LOG_INCOMPAT_* */
+	const uint8_t	*mo_uuid;		/* 16 bytes; default derived from the clock */
 	const char	*mo_label;
 };
 
@@ -48,23 +65,23 @@ enum {
 };
 
 struct sx_mount_opts {
-	u32		mo_flags;		/* SX_MOUNT_* */
-	u32		mo_bcache_max;		/* buffers cached at most; default 4096 */
-	const char	*mo_name;		/* for log messages */
+	uint32_t	mo_flags;	/* SX_MOUNT_* */
+	uint32_t	mo_bcache_max;	/* buffers cached at most; default 4096 */
+	const char	*mo_name;	/* for log messages */
 };
 
 /* What log recovery did at mount. */
 struct sx_recovery_stats {
-	u64	rs_records;		/* valid records found */
-	u64	rs_ops;
-	u64	rs_bufs_replayed;	/* buffer ops applied */
-	u64	rs_bufs_skipped;	/* buffer ops older than the block */
-	u64	rs_bufs_cancelled;
-	u64	rs_intents;		/* unfinished intents finished */
-	u64	rs_head_lsn;
-	u64	rs_tail_lsn;
-	int	rs_stop_reason;		/* 0: clean end of the log; else why it stopped */
-	u64	rs_unlinked;		/* inodes with no name freed after recovery */
+	uint64_t	rs_records;		/* valid records found */
+	uint64_t	rs_ops;
+	uint64_t	rs_bufs_replayed;	/* buffer ops applied */
+	uint64_t	rs_bufs_skipped;	/* buffer ops older than the block */
+	uint64_t	rs_bufs_cancelled;
+	uint64_t	rs_intents;		/* unfinished intents finished */
+	uint64_t	rs_head_lsn;
+	uint64_t	rs_tail_lsn;
+	int		rs_stop_reason;		/* 0: clean end of the log; else why it stopped */
+	uint64_t	rs_unlinked;		/* inodes with no name freed after recovery */
 };
 
 /**
@@ -120,26 +137,26 @@ SX_API int sx_checkpoint(struct sx_mount *mp);
 
 /* Filesystem facts for `swapext info` and tests. */
 struct sx_info {
-	u32	in_version;
-	u32	in_blocksize;
-	u32	in_sectsize;
-	u64	in_dblocks;
-	u64	in_free_blocks;
-	u64	in_logstart;
-	u32	in_logblocks;
-	u64	in_bmapstart;
-	u32	in_bmapblocks;
-	u64	in_datastart;
-	u32	in_feat_compat;
-	u32	in_feat_ro_compat;
-	u32	in_feat_incompat;
-	u32	in_feat_log_incompat;
-	u64	in_log_head;
-	u64	in_log_tail;
-	u32	in_log_epoch;
-	u64	in_sb_seq;
-	u8	in_uuid[16];
-	char	in_label[33];
+	uint32_t	in_version;
+	uint32_t	in_blocksize;
+	uint32_t	in_sectsize;
+	uint64_t	in_dblocks;
+	uint64_t	in_free_blocks;
+	uint64_t	in_logstart;
+	uint32_t	in_logblocks;
+	uint64_t	in_bmapstart;
+	uint32_t	in_bmapblocks;
+	uint64_t	in_datastart;
+	uint32_t	in_feat_compat;
+	uint32_t	in_feat_ro_compat;
+	uint32_t	in_feat_incompat;
+	uint32_t	in_feat_log_incompat;
+	uint64_t	in_log_head;
+	uint64_t	in_log_tail;
+	uint32_t	in_log_epoch;
+	uint64_t	in_sb_seq;
+	uint8_t		in_uuid[16];
+	char		in_label[33];
 };
 
 /** sx_get_info() - describe a mounted filesystem */
@@ -161,7 +178,7 @@ typedef void (*sx_report_fn)(void *arg, const char *fmt, ...)
  * that kept it from running.
  */
 SX_API int sx_check(struct sx_bdev *bd, sx_report_fn report, void *arg,
-		    u64 *problems);
+		    uint64_t *problems);
 
 /* Flags of sx_check_flags(). */
 enum {
@@ -174,8 +191,8 @@ enum {
 };
 
 /** sx_check_flags() - sx_check() with SX_CHECK_* @flags */
-SX_API int sx_check_flags(struct sx_bdev *bd, u32 flags, sx_report_fn report, void *arg,
-			  u64 *problems);
+SX_API int sx_check_flags(struct sx_bdev *bd, uint32_t flags, sx_report_fn report, void *arg,
+			  uint64_t *problems);
 
 /**
  * sx_logprint() - decode every record and item of the log, from the tail
@@ -190,38 +207,38 @@ SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg);
  * are in bytes.  Names live in the one flat root directory.
  */
 struct sx_stat {
-	u64	st_ino;
-	u64	st_gen;
-	u64	st_size;
-	u64	st_blocks;		/* filesystem blocks charged to the file */
-	u32	st_blksize;
-	u32	st_mode;
-	u32	st_nlink;
-	u32	st_uid;
-	u32	st_gid;
-	u32	st_flags;		/* SX_DIFLAG_* of format.h */
-	s64	st_atime_ns;
-	s64	st_mtime_ns;
-	s64	st_ctime_ns;
+	uint64_t	st_ino;
+	uint64_t	st_gen;
+	uint64_t	st_size;
+	uint64_t	st_blocks;	/* filesystem blocks charged to the file */
+	uint32_t	st_blksize;
+	uint32_t	st_mode;
+	uint32_t	st_nlink;
+	uint32_t	st_uid;
+	uint32_t	st_gid;
+	uint32_t	st_flags;	/* SX_DIFLAG_* */
+	int64_t		st_atime_ns;
+	int64_t		st_mtime_ns;
+	int64_t		st_ctime_ns;
 };
 
 /* One mapping of sx_fiemap(). */
 struct sx_extent {
-	u64	ex_off;			/* file byte offset */
-	u64	ex_len;			/* bytes */
-	u64	ex_physical;		/* device byte offset */
-	u32	ex_flags;		/* SX_EXTENT_* */
-	u32	ex_pad;
+	uint64_t	ex_off;		/* file byte offset */
+	uint64_t	ex_len;		/* bytes */
+	uint64_t	ex_physical;	/* device byte offset */
+	uint32_t	ex_flags;	/* SX_EXTENT_* */
+	uint32_t	ex_pad;
 };
 #define SX_EXTENT_UNWRITTEN	(1u << 0)
 #define SX_EXTENT_SHARED	(1u << 1)
 
 /** sx_create() - create and open a regular file @name; -EEXIST if it exists */
-SX_API int sx_create(struct sx_mount *mp, const char *name, u32 mode, int *fdp);
+SX_API int sx_create(struct sx_mount *mp, const char *name, uint32_t mode, int *fdp);
 /** sx_open() - open the file @name */
 SX_API int sx_open(struct sx_mount *mp, const char *name, int *fdp);
 /** sx_open_tmpfile() - create and open a file with no name (O_TMPFILE) */
-SX_API int sx_open_tmpfile(struct sx_mount *mp, u32 mode, int *fdp);
+SX_API int sx_open_tmpfile(struct sx_mount *mp, uint32_t mode, int *fdp);
 /** sx_close() - close a descriptor; an unlinked file's last close frees it */
 SX_API int sx_close(struct sx_mount *mp, int fd);
 /** sx_link() - give the open file @fd the name @name (also a tmpfile) */
@@ -232,41 +249,41 @@ SX_API int sx_unlink(struct sx_mount *mp, const char *name);
 SX_API int sx_rename(struct sx_mount *mp, const char *from, const char *to);
 /** sx_readdir() - call @fn for each name; a nonzero return stops */
 SX_API int sx_readdir(struct sx_mount *mp, int (*fn)(void *arg, const char *name,
-						     u64 ino), void *arg);
+						     uint64_t ino), void *arg);
 
 /*
  * The largest file size: a write, truncate or fallocate past it fails with
  * -EFBIG (a write that starts below it is cut short).  2^52 bytes keeps
- * every byte offset a positive s64 and every block number of any block
+ * every byte offset a positive int64_t and every block number of any block
  * size far from the 64-bit limits of extent maps.
  */
 #define SX_MAX_FILE_SIZE	(1ull << 52)
 
 /** sx_pread() - read up to @len bytes at @off; returns bytes read or -errno */
-SX_API s64 sx_pread(struct sx_mount *mp, int fd, void *buf, u64 len, u64 off);
+SX_API int64_t sx_pread(struct sx_mount *mp, int fd, void *buf, uint64_t len, uint64_t off);
 /** sx_pwrite() - write @len bytes at @off; returns bytes written or -errno */
-SX_API s64 sx_pwrite(struct sx_mount *mp, int fd, const void *buf, u64 len, u64 off);
+SX_API int64_t sx_pwrite(struct sx_mount *mp, int fd, const void *buf, uint64_t len, uint64_t off);
 /** sx_truncate() - set the size; blocks past it are freed */
-SX_API int sx_truncate(struct sx_mount *mp, int fd, u64 size);
+SX_API int sx_truncate(struct sx_mount *mp, int fd, uint64_t size);
 /** sx_fallocate() - allocate unwritten blocks for [@off, +@len); reads give zeroes */
-SX_API int sx_fallocate(struct sx_mount *mp, int fd, u64 off, u64 len);
+SX_API int sx_fallocate(struct sx_mount *mp, int fd, uint64_t off, uint64_t len);
 /** sx_punch() - free the blocks of [@off, +@len) (block-aligned part; the rest zeroed) */
-SX_API int sx_punch(struct sx_mount *mp, int fd, u64 off, u64 len);
+SX_API int sx_punch(struct sx_mount *mp, int fd, uint64_t off, uint64_t len);
 /** sx_fsync() - make the file's data and metadata durable */
 SX_API int sx_fsync(struct sx_mount *mp, int fd);
 /** sx_fstat() - describe an open file */
 SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st);
 /** sx_setflags() - set the SX_DIFLAG_* flags a user may set (IMMUTABLE, APPEND,
  * SWAPFILE); the engine's REFLINK flag is kept as it is */
-SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags);
+SX_API int sx_setflags(struct sx_mount *mp, int fd, uint32_t flags);
 /** sx_fiemap() - the mappings of [@off, +@len): at most @max into @ext, count in *@n */
-SX_API int sx_fiemap(struct sx_mount *mp, int fd, u64 off, u64 len, struct sx_extent *ext,
-		     u32 max, u32 *n);
+SX_API int sx_fiemap(struct sx_mount *mp, int fd, uint64_t off, uint64_t len, struct sx_extent *ext,
+		     uint32_t max, uint32_t *n);
 /** sx_clone() - make @dst_fd share all of @src_fd's blocks (FICLONE) */
 SX_API int sx_clone(struct sx_mount *mp, int dst_fd, int src_fd);
 /** sx_clone_range() - share [@src_off, +@len) of @src_fd at @dst_off of @dst_fd (FICLONERANGE) */
-SX_API int sx_clone_range(struct sx_mount *mp, int dst_fd, u64 dst_off, int src_fd,
-			  u64 src_off, u64 len);
+SX_API int sx_clone_range(struct sx_mount *mp, int dst_fd, uint64_t dst_off, int src_fd,
+			  uint64_t src_off, uint64_t len);
 
 /**
  * sx_swap_file_range() - swap a range of one file with a range of another
@@ -333,14 +350,14 @@ SX_API int sx_swap_file_range(struct sx_mount *mp, int fd2, struct file_swap_ran
  * not an open update.  Only one thread may use an update at a time.
  */
 struct sx_update {
-	u32	su_magic;		/* SX_UPDATE_MAGIC while open */
-	int	su_fd_orig;		/* the file being updated (the caller's) */
-	int	su_fd_tmp;		/* the clone the caller changes; -1 when closed */
-	u64	su_ino;			/* the original at start: inode number, */
-	s64	su_mtime_ns;		/* mtime and ctime in ns since the epoch */
-	s64	su_ctime_ns;
-	u64	su_tmp_ino;		/* the clone's inode number and generation */
-	u64	su_tmp_gen;
+	uint32_t	su_magic;	/* SX_UPDATE_MAGIC while open */
+	int		su_fd_orig;	/* the file being updated (the caller's) */
+	int		su_fd_tmp;	/* the clone the caller changes; -1 when closed */
+	uint64_t	su_ino;		/* the original at start: inode number, */
+	int64_t		su_mtime_ns;	/* mtime and ctime in ns since the epoch */
+	int64_t		su_ctime_ns;
+	uint64_t	su_tmp_ino;	/* the clone's inode number and generation */
+	uint64_t	su_tmp_gen;
 };
 
 #define SX_UPDATE_MAGIC		0x53585550u	/* "SXUP" */
@@ -392,7 +409,7 @@ SX_API int sx_update_start(struct sx_mount *mp, int fd, struct sx_update *upd);
  * did not happen and the update stays open, to be committed again or
  * cancelled.
  */
-SX_API int sx_update_commit(struct sx_mount *mp, struct sx_update *upd, u32 flags);
+SX_API int sx_update_commit(struct sx_mount *mp, struct sx_update *upd, uint32_t flags);
 
 /**
  * sx_update_cancel() - end an update without changing the original: the

@@ -11,51 +11,51 @@
  * the C compiler leaves in XFS's structs there (after bs_blksize and after
  * each tv_nsec) are named fields here, so that this layout is the same for
  * every caller; XFS's own 32-bit layout (compat_xfs_swapext, 4-byte
- * aligned s64 and 32-bit tv_sec) is not emulated.
+ * aligned int64_t and 32-bit tv_sec) is not emulated.
  */
 #ifndef SWAPEXT_SWAPEXT_COMPAT_H
 #define SWAPEXT_SWAPEXT_COMPAT_H
 
-#include "sx_platform.h"
+#include <swapext/types.h>
 #include <swapext/swapext.h>
 #include <swapext/fsr.h>
 
-/* struct xfs_bstime: __kernel_long_t seconds, s32 nanoseconds. */
+/* struct xfs_bstime: __kernel_long_t seconds, int32_t nanoseconds. */
 struct sx_xfs_bstime {
-	s64	tv_sec;
-	s32	tv_nsec;
-	s32	tv_pad;			/* the compiler's hole in XFS's struct */
+	int64_t	tv_sec;
+	int32_t	tv_nsec;
+	int32_t	tv_pad;	/* the compiler's hole in XFS's struct */
 };
 
 /* struct xfs_bstat: one inode as bulkstat (v1) reports it. */
 struct sx_xfs_bstat {
-	u64	bs_ino;			/* inode number */
-	u16	bs_mode;		/* type and mode */
-	u16	bs_nlink;		/* number of links (saturates at 65535) */
-	u32	bs_uid;
-	u32	bs_gid;
-	u32	bs_rdev;		/* 0: the store has no device files */
-	s32	bs_blksize;		/* block size */
-	u32	bs_pad0;		/* the compiler's hole in XFS's struct */
-	s64	bs_size;		/* file size, bytes */
-	struct sx_xfs_bstime bs_atime;
-	struct sx_xfs_bstime bs_mtime;
-	struct sx_xfs_bstime bs_ctime;
-	s64	bs_blocks;		/* filesystem blocks charged to the file */
-	u32	bs_xflags;		/* SX_XFS_XFLAG_* */
-	s32	bs_extsize;		/* 0: no extent size hint */
-	s32	bs_extents;		/* extent records of the data fork */
-	u32	bs_gen;			/* generation (low 32 bits) */
-	u16	bs_projid_lo;
-	u16	bs_forkoff;
-	u16	bs_projid_hi;
-	u16	bs_sick;
-	u16	bs_checked;
-	u8	bs_pad[2];
-	u32	bs_cowextsize;
-	u32	bs_dmevmask;
-	u16	bs_dmstate;
-	u16	bs_aextents;
+	uint64_t		bs_ino;		/* inode number */
+	uint16_t		bs_mode;	/* type and mode */
+	uint16_t		bs_nlink;	/* number of links (saturates at 65535) */
+	uint32_t		bs_uid;
+	uint32_t		bs_gid;
+	uint32_t		bs_rdev;	/* 0: the store has no device files */
+	int32_t			bs_blksize;	/* block size */
+	uint32_t		bs_pad0;	/* the compiler's hole in XFS's struct */
+	int64_t			bs_size;	/* file size, bytes */
+	struct sx_xfs_bstime	bs_atime;
+	struct sx_xfs_bstime	bs_mtime;
+	struct sx_xfs_bstime	bs_ctime;
+	int64_t			bs_blocks;	/* filesystem blocks charged to the file */
+	uint32_t		bs_xflags;	/* SX_XFS_XFLAG_* */
+	int32_t			bs_extsize;	/* 0: no extent size hint */
+	int32_t			bs_extents;	/* extent records of the data fork */
+	uint32_t		bs_gen;		/* generation (low 32 bits) */
+	uint16_t		bs_projid_lo;
+	uint16_t		bs_forkoff;
+	uint16_t		bs_projid_hi;
+	uint16_t		bs_sick;
+	uint16_t		bs_checked;
+	uint8_t			bs_pad[2];
+	uint32_t		bs_cowextsize;
+	uint32_t		bs_dmevmask;
+	uint16_t		bs_dmstate;
+	uint16_t		bs_aextents;
 };
 
 /* The bs_xflags bits we report (the values of Linux's FS_XFLAG_*). */
@@ -64,13 +64,13 @@ struct sx_xfs_bstat {
 
 /* struct xfs_swapext: swap all of sx_fdtmp's data with sx_fdtarget's. */
 struct sx_xfs_swapext {
-	s64	sx_version;		/* SX_XFS_SX_VERSION */
-	s64	sx_fdtarget;		/* the file being rewritten (file2) */
-	s64	sx_fdtmp;		/* the copy holding its new layout (file1) */
-	s64	sx_offset;		/* must be 0 */
-	s64	sx_length;		/* must be both files' size */
-	char	sx_pad[16];		/* unused (not checked, as XFS does not) */
-	struct sx_xfs_bstat sx_stat;	/* the target as bulkstat saw it before the copy */
+	int64_t			sx_version;	/* SX_XFS_SX_VERSION */
+	int64_t			sx_fdtarget;	/* the file being rewritten (file2) */
+	int64_t			sx_fdtmp;	/* the copy holding its new layout (file1) */
+	int64_t			sx_offset;	/* must be 0 */
+	int64_t			sx_length;	/* must be both files' size */
+	char			sx_pad[16];	/* unused (not checked, as XFS does not) */
+	struct sx_xfs_bstat	sx_stat;	/* the target as bulkstat saw it before the copy */
 };
 
 /* XFS_SX_VERSION: the only version of the request. */
@@ -178,11 +178,11 @@ enum sx_defrag_skip {
 
 /* What sx_defrag_file() saw and did. */
 struct sx_defrag_result {
-	u32	dr_skipped;		/* enum sx_defrag_skip */
-	u32	dr_before;		/* extents before */
-	u32	dr_after;		/* extents after (of the copy, if skipped after it) */
-	u32	dr_ideal;		/* pieces between holes: the fewest possible */
-	u64	dr_bytes;		/* data bytes copied */
+	uint32_t	dr_skipped;	/* enum sx_defrag_skip */
+	uint32_t	dr_before;	/* extents before */
+	uint32_t	dr_after;	/* extents after (of the copy, if skipped after it) */
+	uint32_t	dr_ideal;	/* pieces between holes: the fewest possible */
+	uint64_t	dr_bytes;	/* data bytes copied */
 };
 
 /**
@@ -204,10 +204,10 @@ struct sx_defrag_result {
  * Return: 0 (rewritten or skipped), or a negative errno (-ENOSPC when no
  * copy fits; the file is unchanged on every error).
  */
-SX_API int sx_defrag_file(struct sx_mount *mp, int fd, u32 flags,
+SX_API int sx_defrag_file(struct sx_mount *mp, int fd, uint32_t flags,
 			  struct sx_defrag_result *res);
 
 /** sx_defrag_skip_name() - a short text for an enum sx_defrag_skip */
-SX_API const char *sx_defrag_skip_name(u32 skip);
+SX_API const char *sx_defrag_skip_name(uint32_t skip);
 
 #endif /* SWAPEXT_SWAPEXT_COMPAT_H */
