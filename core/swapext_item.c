@@ -16,16 +16,16 @@
 
 void sx_swapext_item_encode(const struct sx_swapext_intent *si, struct sx_dlog_swapext *dl)
 {
-	dl->sx_ino1 = cpu_to_le64(si->si_ino1);
-	dl->sx_ino2 = cpu_to_le64(si->si_ino2);
-	dl->sx_gen1 = cpu_to_le64(si->si_gen1);
-	dl->sx_gen2 = cpu_to_le64(si->si_gen2);
-	dl->sx_startoff1 = cpu_to_le64(si->si_startoff1);
-	dl->sx_startoff2 = cpu_to_le64(si->si_startoff2);
-	dl->sx_blockcount = cpu_to_le64(si->si_blockcount);
-	dl->sx_flags = cpu_to_le64(si->si_flags);
-	dl->sx_isize1 = cpu_to_le64((u64)si->si_isize1);
-	dl->sx_isize2 = cpu_to_le64((u64)si->si_isize2);
+	dl->sw_ino1 = cpu_to_le64(si->si_ino1);
+	dl->sw_ino2 = cpu_to_le64(si->si_ino2);
+	dl->sw_gen1 = cpu_to_le64(si->si_gen1);
+	dl->sw_gen2 = cpu_to_le64(si->si_gen2);
+	dl->sw_startoff1 = cpu_to_le64(si->si_startoff1);
+	dl->sw_startoff2 = cpu_to_le64(si->si_startoff2);
+	dl->sw_blockcount = cpu_to_le64(si->si_blockcount);
+	dl->sw_flags = cpu_to_le64(si->si_flags);
+	dl->sw_isize1 = cpu_to_le64((u64)si->si_isize1);
+	dl->sw_isize2 = cpu_to_le64((u64)si->si_isize2);
 }
 
 int sx_swapext_sxi_check(const struct sx_host *h, const void *payload, u32 len)
@@ -107,16 +107,16 @@ int sx_swapext_item_decode(struct sx_host *h, const struct sx_dlog_swapext *dl,
 	int error;
 
 	memset(si, 0, sizeof(*si));
-	si->si_ino1 = le64_to_cpu(dl->sx_ino1);
-	si->si_ino2 = le64_to_cpu(dl->sx_ino2);
-	si->si_gen1 = le64_to_cpu(dl->sx_gen1);
-	si->si_gen2 = le64_to_cpu(dl->sx_gen2);
-	si->si_startoff1 = le64_to_cpu(dl->sx_startoff1);
-	si->si_startoff2 = le64_to_cpu(dl->sx_startoff2);
-	si->si_blockcount = le64_to_cpu(dl->sx_blockcount);
-	si->si_flags = le64_to_cpu(dl->sx_flags);
-	si->si_isize1 = (s64)le64_to_cpu(dl->sx_isize1);
-	si->si_isize2 = (s64)le64_to_cpu(dl->sx_isize2);
+	si->si_ino1 = le64_to_cpu(dl->sw_ino1);
+	si->si_ino2 = le64_to_cpu(dl->sw_ino2);
+	si->si_gen1 = le64_to_cpu(dl->sw_gen1);
+	si->si_gen2 = le64_to_cpu(dl->sw_gen2);
+	si->si_startoff1 = le64_to_cpu(dl->sw_startoff1);
+	si->si_startoff2 = le64_to_cpu(dl->sw_startoff2);
+	si->si_blockcount = le64_to_cpu(dl->sw_blockcount);
+	si->si_flags = le64_to_cpu(dl->sw_flags);
+	si->si_isize1 = (s64)le64_to_cpu(dl->sw_isize1);
+	si->si_isize2 = (s64)le64_to_cpu(dl->sw_isize2);
 	error = sx_swapext_item_check(h, si);
 	if (error)
 		return error;
@@ -175,14 +175,14 @@ void sx_swapext_item_describe(const struct sx_dlog_swapext *dl, char *buf, size_
 	snprintf(buf, len,
 		 "swapext ino1 %llu gen %llu off %llu <-> ino2 %llu gen %llu off %llu "
 		 "count %llu flags 0x%llx isize1 %lld isize2 %lld",
-		 (unsigned long long)le64_to_cpu(dl->sx_ino1),
-		 (unsigned long long)le64_to_cpu(dl->sx_gen1),
-		 (unsigned long long)le64_to_cpu(dl->sx_startoff1),
-		 (unsigned long long)le64_to_cpu(dl->sx_ino2),
-		 (unsigned long long)le64_to_cpu(dl->sx_gen2),
-		 (unsigned long long)le64_to_cpu(dl->sx_startoff2),
-		 (unsigned long long)le64_to_cpu(dl->sx_blockcount),
-		 (unsigned long long)le64_to_cpu(dl->sx_flags),
-		 (long long)le64_to_cpu(dl->sx_isize1),
-		 (long long)le64_to_cpu(dl->sx_isize2));
+		 (unsigned long long)le64_to_cpu(dl->sw_ino1),
+		 (unsigned long long)le64_to_cpu(dl->sw_gen1),
+		 (unsigned long long)le64_to_cpu(dl->sw_startoff1),
+		 (unsigned long long)le64_to_cpu(dl->sw_ino2),
+		 (unsigned long long)le64_to_cpu(dl->sw_gen2),
+		 (unsigned long long)le64_to_cpu(dl->sw_startoff2),
+		 (unsigned long long)le64_to_cpu(dl->sw_blockcount),
+		 (unsigned long long)le64_to_cpu(dl->sw_flags),
+		 (long long)le64_to_cpu(dl->sw_isize1),
+		 (long long)le64_to_cpu(dl->sw_isize2));
 }

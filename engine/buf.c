@@ -9,6 +9,7 @@
 #include "util.h"
 #include "buf.h"
 #include "mount.h"
+#include "dev.h"
 
 struct sx_bcache {
 	struct sx_mutex	bc_lock;

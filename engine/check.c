@@ -29,6 +29,8 @@
 #include "inode.h"
 #include "check.h"
 #include "check_priv.h"
+#include "dev.h"
+#include "log_recover.h"
 
 /* Longest line handed to the report callback. */
 #define SX_CHECK_LINE	512

@@ -31,6 +31,7 @@
 #include "mount.h"
 #include "check.h"
 #include "check_priv.h"
+#include "dev.h"
 
 /* Problems reported one by one about data blocks; the rest are only counted. */
 #define CK_BLOCK_DETAIL		20

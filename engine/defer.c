@@ -31,6 +31,7 @@
 #include "trans.h"
 #include "log.h"
 #include "mount.h"
+#include "dev.h"
 
 /* Steps a waiting intent may age before it is relogged. */
 #define SX_DEFER_RELOG_STEPS	16

@@ -43,6 +43,17 @@ struct sx_defer_ops {
 	void		(*do_print)(const void *logged, sx_print_fn pr, void *arg);
 };
 
+/*
+ * The store's deferred types, one file each: extent map changes (BUI,
+ * item_bmap.c), extent frees (EFI, item_efi.c), refcount changes (CUI,
+ * item_refc.c) and the swap core's swaps (SXI, swap_host.c, whose
+ * callbacks are the core's sx_swapext_item_*()).  sx_init() registers them.
+ */
+extern const struct sx_defer_ops sx_bmap_defer_ops;
+extern const struct sx_defer_ops sx_efi_defer_ops;
+extern const struct sx_defer_ops sx_refcount_defer_ops;
+extern const struct sx_defer_ops sx_sxi_defer_ops;
+
 /** sx_defer_register() - make a type known, with its log items for recovery */
 int sx_defer_register(const struct sx_defer_ops *ops);
 void sx_defer_unregister(const struct sx_defer_ops *ops);

@@ -35,6 +35,8 @@
 #include "trans.h"
 #include "alloc.h"
 #include "mount.h"
+#include "dev.h"
+#include "file_io.h"
 #include <swapext/swapext.h>
 
 /* Slots of a new table; it doubles when full. */
@@ -205,6 +207,31 @@ int sx_fd_get(struct sx_mount *mp, int fd, struct sx_inode **ipp)
 	*ipp = ip;
 	return 0;
 }
+
+/*
+ * Freeing a file that has no link and no open, for the inode layer
+ * (sx_file_inode_ops): a directory's entries go with their B+tree blocks,
+ * a regular file's blocks through the data path (a shared block loses one
+ * reference).
+ */
+static u32 sx_file_fork_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
+{
+	if ((ip->i_mode & SX_IFMT) == SX_IFDIR)
+		return 4 * sx_fork_res_bytes(mp, ip) + sx_inode_res_bytes(mp);
+	return sx_file_free_res(mp, ip);
+}
+
+static int sx_file_fork_free(struct sx_trans **tpp, struct sx_inode *ip)
+{
+	if ((ip->i_mode & SX_IFMT) == SX_IFDIR)
+		return sx_fork_free_all(*tpp, ip, &sx_dir_fork_ops);
+	return sx_file_free_blocks(tpp, ip, 0, ~0ull);
+}
+
+const struct sx_inode_ops sx_file_inode_ops = {
+	.iop_free_res	= sx_file_fork_free_res,
+	.iop_free_fork	= sx_file_fork_free,
+};
 
 /*
  * Checks and helpers shared by the operations.

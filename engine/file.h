@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Open files: the mount's descriptor table, names, and the data path.
+ * Open files: the mount's descriptor table and names (file.c); the data
+ * path is file_io.h.
  */
 #ifndef SX_FILE_H
 #define SX_FILE_H
@@ -17,36 +18,7 @@ void sx_files_destroy(struct sx_mount *mp);
 /** sx_fd_get() - the inode of an open descriptor, referenced; -EBADF */
 int sx_fd_get(struct sx_mount *mp, int fd, struct sx_inode **ipp);
 
-/** sx_file_write_data() - write data blocks in place (no journal); the
- * next log force flushes before it writes, so data is durable before the
- * metadata that maps it */
-int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf);
-
-/**
- * sx_file_free_blocks() - unmap and free (or drop a reference to, for a
- * file that may share blocks) every mapped block of file blocks
- * [@fb, @fb + @nb) of the regular file @ip
- * @tpp: the caller's transaction, of at least sx_file_free_res() bytes;
- *       rolled once per mapped piece (each a complete step, finished with
- *       its EFI or CUI work); on return a fresh transaction for the caller
- *       to commit, or on error the caller's to cancel (it may be NULL)
- *
- * The caller holds @ip's ilock.  Used by truncate/punch and by the freeing
- * of an unlinked inode.
- */
-/** sx_file_trim_eof() - free the blocks mapped past EOF (caller holds the iolock) */
-int sx_file_trim_eof(struct sx_inode *ip);
-int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 nb);
-
-/**
- * sx_file_prepare_grow() - before the regular file @ip grows to @newsize
- * other than by the data path (a clone past EOF): free the blocks a crash
- * may have left past EOF and zero the tail of the EOF block, so that no
- * old bytes show in the grown part; the caller holds the iolock exclusive
- */
-int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize);
-
-/** sx_file_free_res() - log bytes of one step of sx_file_free_blocks() */
-u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip);
+/** sx_file_inode_ops - how the inode layer frees a file's blocks (sx_icache_init()) */
+extern const struct sx_inode_ops sx_file_inode_ops;
 
 #endif /* SX_FILE_H */

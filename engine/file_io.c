@@ -35,10 +35,13 @@
 #include "alloc.h"
 #include "defer.h"
 #include "refcount.h"
-#include "efi.h"
+#include "item_efi.h"
 #include "reflink.h"
 #include "log.h"
 #include "mount.h"
+#include "dev.h"
+#include "item_refc.h"
+#include "file_io.h"
 #include <swapext/swapext.h>
 
 /* Blocks one device read or write of file data moves at most. */

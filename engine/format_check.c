@@ -47,9 +47,9 @@ _Static_assert(sizeof(((struct sx_dsb *)0)->sb_reserved) == 39 * 8, "sb_reserved
 _Static_assert(sizeof(struct sx_dsb) <= SX_SB_SIZE, "superblock exceeds its sector");
 _Static_assert(SX_DINODE_CORE + sizeof(struct sx_ddir_rec) <= SX_MIN_BLOCKSIZE,
 	       "a 512-byte inode must hold one directory entry inline");
-_Static_assert(offsetof(struct sx_dlog_swapext, sx_gen1) == 16 &&
-	       offsetof(struct sx_dlog_swapext, sx_blockcount) == 48 &&
-	       offsetof(struct sx_dlog_swapext, sx_isize2) == 72, "SXI item layout");
+_Static_assert(offsetof(struct sx_dlog_swapext, sw_gen1) == 16 &&
+	       offsetof(struct sx_dlog_swapext, sw_blockcount) == 48 &&
+	       offsetof(struct sx_dlog_swapext, sw_isize2) == 72, "SXI item layout");
 _Static_assert(SX_BMI_MAP == 1 && SX_BMI_UNWRITTEN == 2 && SX_BMI_SWAP == 4 &&
 	       SX_BMI_FLAGS_ALL == (SX_BMI_MAP | SX_BMI_UNWRITTEN | SX_BMI_SWAP),
 	       "BUI flags are a log format");

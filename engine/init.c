@@ -9,7 +9,7 @@
 #include "util.h"
 #include <swapext/swapext.h>
 #include "defer.h"
-#include "efi.h"
+#include "item_efi.h"
 #include "reflink.h"
 #include "swap_host.h"
 

@@ -31,18 +31,17 @@
 #include "inode.h"
 #include "fsinfo.h"
 #include "fork.h"
-#include "bmap.h"
-#include "dir.h"
-#include "file.h"
 #include "buf.h"
 #include "trans.h"
 #include "alloc.h"
 #include "mount.h"
+#include "dev.h"
 
 /* Hash chains of the inode cache (a power of two). */
 #define SX_ICACHE_BUCKETS	1024
 
 struct sx_icache {
+	const struct sx_inode_ops *ic_ops;	/* the file layer's, for freeing */
 	struct sx_mutex	ic_lock;	/* chain changes, i_iflags */
 	struct sx_cond	ic_wait;	/* an inode being freed left the cache */
 	u64		ic_count;	/* inodes cached */
@@ -71,10 +70,13 @@ static bool ino_data_block(const struct sx_mount *mp, u64 bno)
 	return bno >= mp->m_sb.sb_datastart && bno < mp->m_sb.sb_dblocks;
 }
 
-/* The fork record type of a file of mode @mode. */
-static const struct sx_fork_ops *ino_fork_ops(u16 mode)
+/* Records the inline fork of a file of mode @mode holds (its on-disk record size). */
+static u32 ino_inline_max(const struct sx_mount *mp, u16 mode)
 {
-	return (mode & SX_IFMT) == SX_IFDIR ? &sx_dir_fork_ops : &sx_bmap_fork_ops;
+	size_t recsize = (mode & SX_IFMT) == SX_IFDIR ? sizeof(struct sx_ddir_rec) :
+							sizeof(struct sx_dbmap_rec);
+
+	return (u32)(SX_FORK_BYTES(mp->m_bsize) / recsize);
 }
 
 /* Structure checks of an inode block (after magic, CRC, blkno, uuid, owner). */
@@ -99,7 +101,7 @@ static int sx_inode_verify(struct sx_mount *mp, const void *data)
 		return -EFSCORRUPTED;
 	switch (format) {
 	case SX_DIF_INLINE:
-		if (SX_IS_CORRUPT(mp, nrecs > sx_fork_inline_max(mp, ino_fork_ops(mode))) ||
+		if (SX_IS_CORRUPT(mp, nrecs > ino_inline_max(mp, mode)) ||
 		    SX_IS_CORRUPT(mp, broot != 0 || blevel != 0))
 			return -EFSCORRUPTED;
 		break;
@@ -278,7 +280,7 @@ static bool ic_get_not_zero(struct sx_atomic *a)
 }
 
 /* Set up the mount's inode cache and the unlinked list lock. */
-int sx_icache_init(struct sx_mount *mp)
+int sx_icache_init(struct sx_mount *mp, const struct sx_inode_ops *ops)
 {
 	struct sx_icache *ic;
 	u32 i;
@@ -286,6 +288,7 @@ int sx_icache_init(struct sx_mount *mp)
 	ic = sx_zalloc(sizeof(*ic), 0);
 	if (!ic)
 		return -ENOMEM;
+	ic->ic_ops = ops;
 	sx_mutex_init(&ic->ic_lock);
 	sx_cond_init(&ic->ic_wait);
 	for (i = 0; i < SX_ICACHE_BUCKETS; i++)
@@ -896,27 +899,24 @@ out_unlock:
  * Freeing.
  */
 
-/* Free the blocks of @ip's fork: a chain of transactions. */
+/*
+ * Free the blocks of @ip's fork: a chain of transactions, run by the file
+ * layer's operations (the inode layer knows no fork's records).
+ */
 static int ino_free_fork(struct sx_inode *ip)
 {
 	struct sx_mount *mp = ip->i_mp;
+	const struct sx_inode_ops *ops = mp->m_icache->ic_ops;
 	struct sx_trans *tp;
-	bool dir = (ip->i_mode & SX_IFMT) == SX_IFDIR;
-	u32 res;
 	int error;
 
 	if (ip->i_nrecs == 0 && ip->i_format == SX_DIF_INLINE)
 		return 0;
-	res = dir ? 4 * sx_fork_res_bytes(mp, ip) + sx_inode_res_bytes(mp) :
-		    sx_file_free_res(mp, ip);
-	error = sx_trans_alloc(mp, res, 0, &tp);
+	error = sx_trans_alloc(mp, ops->iop_free_res(mp, ip), 0, &tp);
 	if (error)
 		return error;
 	sx_ilock(ip, SX_ILOCK_EXCL);
-	if (dir)
-		error = sx_fork_free_all(tp, ip, &sx_dir_fork_ops);
-	else
-		error = sx_file_free_blocks(&tp, ip, 0, ~0ull);
+	error = ops->iop_free_fork(&tp, ip);
 	if (error)
 		sx_trans_cancel(tp);
 	else

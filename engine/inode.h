@@ -66,8 +66,23 @@ enum {
 	SX_IF_UNLINKED	= (1u << 1),	/* on the on-disk unlinked list */
 };
 
-/** sx_icache_init() / sx_icache_destroy() - the mount's inode cache */
-int sx_icache_init(struct sx_mount *mp);
+/*
+ * What freeing an inode needs of the layers above it (the data path, the
+ * directory), passed in by the mount so that the inode layer calls nothing
+ * above it.
+ */
+struct sx_inode_ops {
+	/* log bytes of the first transaction of freeing @ip's fork */
+	u32	(*iop_free_res)(const struct sx_mount *mp, const struct sx_inode *ip);
+	/*
+	 * Free every block of @ip's fork in *@tpp (of iop_free_res() bytes;
+	 * the ilock held), rolling it as needed.
+	 */
+	int	(*iop_free_fork)(struct sx_trans **tpp, struct sx_inode *ip);
+};
+
+/** sx_icache_init() / sx_icache_destroy() - the mount's inode cache, freeing by @ops */
+int sx_icache_init(struct sx_mount *mp, const struct sx_inode_ops *ops);
 void sx_icache_destroy(struct sx_mount *mp);
 
 /**

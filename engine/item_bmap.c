@@ -32,6 +32,8 @@
 #include "trans.h"
 #include "alloc.h"
 #include "mount.h"
+#include "item_refc.h"
+#include "item_bmap.h"
 
 /* The in-memory form of one extent map change. */
 struct sx_bmap_item {

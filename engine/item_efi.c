@@ -9,7 +9,7 @@
  * recovery never frees a block twice.
  */
 #include "util.h"
-#include "efi.h"
+#include "item_efi.h"
 #include "defer.h"
 #include "alloc.h"
 #include "trans.h"

@@ -14,6 +14,7 @@
 #include "defer.h"
 #include "trans.h"
 #include "mount.h"
+#include "item_refc.h"
 
 /* The in-memory form of one refcount change. */
 struct sx_refc_item {

@@ -19,6 +19,8 @@
 #include "item.h"
 #include "buf.h"
 #include "mount.h"
+#include "dev.h"
+#include "log_cil.h"
 
 /* The largest record for a log of @logblocks blocks of @blocksize. */
 u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize)
@@ -855,4 +857,18 @@ int sx_log_rec_walk_ops(const void *recbuf, u32 recbytes,
 		return -EFSCORRUPTED;
 	}
 	return 0;
+}
+
+/* Make every committed change durable. */
+SX_API int sx_sync(struct sx_mount *mp)
+{
+	if (mp->m_flags & SX_MF_RDONLY)
+		return 0;
+	return sx_log_force(mp);
+}
+
+/* Sync, write metadata in place and move the tail. */
+SX_API int sx_checkpoint(struct sx_mount *mp)
+{
+	return sx_log_checkpoint(mp);
 }

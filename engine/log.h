@@ -67,19 +67,6 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		  struct sx_buf **bufs, u32 nbufs, const u64 *intents, u32 nintents,
 		  const u64 *dones, u32 ndones, u32 res_blocks);
 
-/**
- * sx_log_cil_group() - the queue's open group (0 if none); a buffer whose
- * newest queued op is there may have that op dropped if its next op covers
- * the same bytes (sx_trans_cover_queued)
- */
-u64 sx_log_cil_group(struct sx_mount *mp);
-
-/**
- * sx_log_cil_push() - write the queue if it holds more than the mount lets
- * it keep in memory (a force; cheap when it does not)
- */
-int sx_log_cil_push(struct sx_mount *mp);
-
 /** sx_log_force() - make every queued transaction durable */
 int sx_log_force(struct sx_mount *mp);
 
@@ -144,56 +131,5 @@ int sx_log_rec_walk_ops(const void *rec, u32 recbytes,
 				  const void *payload),
 			void *arg, const char **why);
 
-/* Why a log scan stopped. */
-enum sx_log_stop {
-	SX_LOG_STOP_NONE = 0,		/* the scan went all the way round */
-	SX_LOG_STOP_HEADER,		/* no valid header where one was expected */
-	SX_LOG_STOP_CHAIN,		/* header valid, prev CRC does not chain */
-	SX_LOG_STOP_EPOCH,		/* epoch went backwards */
-	SX_LOG_STOP_CRC,		/* torn or damaged record */
-	SX_LOG_STOP_IO,			/* read error */
-};
-
-/* One valid record found by a scan. */
-struct sx_log_scan_rec {
-	u64		sr_lsn;
-	u32		sr_blocks;
-	u32		sr_crc;
-	u32		sr_prev_crc;
-	u32		sr_epoch;
-	const void	*sr_buf;	/* the whole record, sr_blocks blocks */
-};
-
-struct sx_log_scan {
-	u64		sc_head;	/* LSN after the last valid record */
-	u32		sc_head_prev_crc; /* CRC of the last valid record */
-	u32		sc_records;
-	u32		sc_epoch;	/* epoch of the last valid record */
-	u64		sc_max_tid;
-	enum sx_log_stop sc_stop;
-	const char	*sc_why;	/* what was wrong where it stopped */
-};
-
-/**
- * sx_log_scan() - walk the valid log from the superblock's tail
- * @fn: called for each valid record; a nonzero return stops the scan
- *
- * Return: 0 (the scan result says where and why it ended), -EFSCORRUPTED
- * if a record with a good CRC holds malformed ops, an I/O error, -ENOMEM.
- */
-int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_scan_rec *r),
-		void *arg, struct sx_log_scan *res);
-
-/** sx_log_stop_name() - a word for a scan's stop reason */
-const char *sx_log_stop_name(enum sx_log_stop stop);
-
-/**
- * sx_log_recover() - replay the log and finish unfinished intents (mount)
- *
- * Sets up mp->m_log at the end of the valid log.  @recovered says whether
- * anything was replayed or finished, so that mount checkpoints.
- */
-int sx_log_recover_replay(struct sx_mount *mp, bool *dirty);
-int sx_log_recover_intents(struct sx_mount *mp);
 
 #endif /* SX_LOG_H */

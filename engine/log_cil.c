@@ -31,6 +31,7 @@
 #include "buf.h"
 #include "item.h"
 #include "mount.h"
+#include "log_cil.h"
 
 /* Bytes of the trailing TRANS_END op of every transaction. */
 #define SX_CIL_END_BYTES	sizeof(struct sx_dlog_op)

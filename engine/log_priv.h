@@ -133,16 +133,5 @@ int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent 
 void sx_log_del_intent(struct sx_log *log, struct sx_log_intent *li);
 
 /* log_cil.c, for the writer (log lock held unless said otherwise) */
-/** sx_cil_insert() - put a parsed transaction into the open group */
-void sx_cil_insert(struct sx_mount *mp, struct sx_cil_trans *ct, struct sx_cil_group **spare,
-		   struct sx_log_intent **lis);
-/** sx_cil_parse() - fill ct_opv from ct_ops (no lock needed) */
-int sx_cil_parse(struct sx_mount *mp, struct sx_cil_trans *ct);
-/** sx_cil_take() - move every queued group onto @groups and close the open one */
-void sx_cil_take(struct sx_log *log, struct sx_list *groups);
-/** sx_cil_format() - copy a group's live ops to @dst; returns their first tid */
-u64 sx_cil_format(const struct sx_cil_group *g, u8 *dst);
-/** sx_cil_trans_free() - drop a transaction's pins at @lsn and free it */
-void sx_cil_trans_free(struct sx_mount *mp, struct sx_cil_trans *ct, u64 lsn);
 
 #endif /* SX_LOG_PRIV_H */

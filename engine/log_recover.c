@@ -16,6 +16,8 @@
 #include "item.h"
 #include "defer.h"
 #include "mount.h"
+#include "dev.h"
+#include "log_recover.h"
 
 /* Recovery buffers held at once before they are written back. */
 #define SX_RECOVER_MAX_BUFS	8192
@@ -32,9 +34,9 @@ struct sx_rbuf {
 
 /* The last cancel of a block: changes before op number rc_seq are dead. */
 struct sx_rcancel {
-	struct sx_list	rc_hash;
-	u64		rc_blkno;
-	u64		rc_seq;
+	struct sx_list	cn_hash;
+	u64		cn_blkno;
+	u64		cn_seq;
 };
 
 /* An intent found in the log with no done item (yet). */
@@ -199,18 +201,18 @@ static int sx_recover_note_cancel(struct sx_recover *rc, u64 blkno)
 	struct sx_rcancel *c;
 
 	sx_list_for_each(pos, head) {
-		c = sx_list_entry(pos, struct sx_rcancel, rc_hash);
-		if (c->rc_blkno == blkno) {
-			c->rc_seq = rc->rc_seq;
+		c = sx_list_entry(pos, struct sx_rcancel, cn_hash);
+		if (c->cn_blkno == blkno) {
+			c->cn_seq = rc->rc_seq;
 			return 0;
 		}
 	}
 	c = sx_alloc(sizeof(*c), 0);
 	if (!c)
 		return -ENOMEM;
-	c->rc_blkno = blkno;
-	c->rc_seq = rc->rc_seq;
-	sx_list_add(&c->rc_hash, head);
+	c->cn_blkno = blkno;
+	c->cn_seq = rc->rc_seq;
+	sx_list_add(&c->cn_hash, head);
 	return 0;
 }
 
@@ -220,10 +222,10 @@ static bool sx_recover_is_cancelled(struct sx_recover *rc, u64 blkno)
 	struct sx_list *pos;
 
 	sx_list_for_each(pos, &rc->rc_cancels[sx_rhash(blkno)]) {
-		struct sx_rcancel *c = sx_list_entry(pos, struct sx_rcancel, rc_hash);
+		struct sx_rcancel *c = sx_list_entry(pos, struct sx_rcancel, cn_hash);
 
-		if (c->rc_blkno == blkno)
-			return rc->rc_seq < c->rc_seq;
+		if (c->cn_blkno == blkno)
+			return rc->rc_seq < c->cn_seq;
 	}
 	return false;
 }
@@ -495,7 +497,7 @@ static void sx_recover_free(struct sx_recover *rc)
 		}
 		sx_list_for_each_safe(pos, n, &rc->rc_cancels[i]) {
 			sx_list_del(pos);
-			sx_free(sx_list_entry(pos, struct sx_rcancel, rc_hash));
+			sx_free(sx_list_entry(pos, struct sx_rcancel, cn_hash));
 		}
 	}
 	sx_list_for_each_safe(pos, n, &rc->rc_intents) {

@@ -21,6 +21,8 @@
 #include "item.h"
 #include "mount.h"
 #include "check.h"
+#include "dev.h"
+#include "log_recover.h"
 
 /* Regions of a BUF op printed per line. */
 #define SX_LP_REGIONS_PER_LINE	8

@@ -122,12 +122,12 @@ SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
 		return -EINVAL;
 	memset(&go, 0, sizeof(go));
 	if (opts) {
-		go.go_blocksize = opts->mo_blocksize;
-		go.go_logblocks = opts->mo_logblocks;
-		go.go_dblocks = opts->mo_dblocks;
-		go.go_feat_log_incompat = opts->mo_feat_log_incompat;
-		go.go_uuid = opts->mo_uuid;
-		go.go_label = opts->mo_label;
+		go.go_blocksize = opts->mk_blocksize;
+		go.go_logblocks = opts->mk_logblocks;
+		go.go_dblocks = opts->mk_dblocks;
+		go.go_feat_log_incompat = opts->mk_feat_log_incompat;
+		go.go_uuid = opts->mk_uuid;
+		go.go_label = opts->mk_label;
 	}
 	error = sx_sb_geometry(&go, bd->bd_size, bd->bd_sectsize, &sb);
 	if (error)

@@ -25,7 +25,7 @@
  */
 #include "util.h"
 #include "refcount.h"
-#include "efi.h"
+#include "item_efi.h"
 #include "btree.h"
 #include "buf.h"
 #include "trans.h"
@@ -39,15 +39,15 @@
 
 /* A record in host byte order. */
 struct sx_refc_irec {
-	u64	rc_start;
-	u32	rc_len;
-	u32	rc_count;
+	u64	rf_start;
+	u32	rf_len;
+	u32	rf_count;
 };
 
 /* The end of a record's run. */
 static inline u64 sx_refc_end(const struct sx_refc_irec *r)
 {
-	return r->rc_start + r->rc_len;
+	return r->rf_start + r->rf_len;
 }
 
 /* The key of an on-disk record. */
@@ -59,17 +59,17 @@ static u64 sx_refcbt_key(const void *rec)
 /* Decode an on-disk record. */
 static void sx_refc_decode(const struct sx_drefc_rec *d, struct sx_refc_irec *r)
 {
-	r->rc_start = le64_to_cpu(d->rc_startblock);
-	r->rc_len = le32_to_cpu(d->rc_blockcount);
-	r->rc_count = le32_to_cpu(d->rc_refcount);
+	r->rf_start = le64_to_cpu(d->rc_startblock);
+	r->rf_len = le32_to_cpu(d->rc_blockcount);
+	r->rf_count = le32_to_cpu(d->rc_refcount);
 }
 
 /* Encode a record. */
 static void sx_refc_encode(const struct sx_refc_irec *r, struct sx_drefc_rec *d)
 {
-	d->rc_startblock = cpu_to_le64(r->rc_start);
-	d->rc_blockcount = cpu_to_le32(r->rc_len);
-	d->rc_refcount = cpu_to_le32(r->rc_count);
+	d->rc_startblock = cpu_to_le64(r->rf_start);
+	d->rc_blockcount = cpu_to_le32(r->rf_len);
+	d->rc_refcount = cpu_to_le32(r->rf_count);
 }
 
 /* A record read from disk: at least two owners, a sane length, on the data area. */
@@ -78,11 +78,11 @@ static int sx_refcbt_verify_rec(struct sx_mount *mp, const void *rec)
 	struct sx_refc_irec r;
 
 	sx_refc_decode(rec, &r);
-	if (SX_IS_CORRUPT(mp, r.rc_count < 2) ||
-	    SX_IS_CORRUPT(mp, r.rc_len == 0 || r.rc_len > SX_BMAP_MAXLEN) ||
-	    SX_IS_CORRUPT(mp, r.rc_start < mp->m_sb.sb_datastart) ||
-	    SX_IS_CORRUPT(mp, r.rc_start >= mp->m_sb.sb_dblocks ||
-			      r.rc_len > mp->m_sb.sb_dblocks - r.rc_start))
+	if (SX_IS_CORRUPT(mp, r.rf_count < 2) ||
+	    SX_IS_CORRUPT(mp, r.rf_len == 0 || r.rf_len > SX_BMAP_MAXLEN) ||
+	    SX_IS_CORRUPT(mp, r.rf_start < mp->m_sb.sb_datastart) ||
+	    SX_IS_CORRUPT(mp, r.rf_start >= mp->m_sb.sb_dblocks ||
+			      r.rf_len > mp->m_sb.sb_dblocks - r.rf_start))
 		return -EFSCORRUPTED;
 	return 0;
 }
@@ -209,7 +209,7 @@ static int sx_refc_seek(struct sx_btree_cur *cur, u64 bno)
 	int error;
 
 	error = sx_refc_lookup_le(cur, bno, &r, &found);
-	if (!error && (!found || r.rc_start != bno))
+	if (!error && (!found || r.rf_start != bno))
 		error = -EFSCORRUPTED;
 	return error;
 }
@@ -240,8 +240,8 @@ static int sx_refc_update_at(struct sx_btree_cur *cur, u64 bno, const struct sx_
 /* True if runs @a and @b are adjacent with equal counts and fit one record. */
 static bool sx_refc_mergeable(const struct sx_refc_irec *a, const struct sx_refc_irec *b)
 {
-	return sx_refc_end(a) == b->rc_start && a->rc_count == b->rc_count &&
-	       (u64)a->rc_len + b->rc_len <= SX_BMAP_MAXLEN;
+	return sx_refc_end(a) == b->rf_start && a->rf_count == b->rf_count &&
+	       (u64)a->rf_len + b->rf_len <= SX_BMAP_MAXLEN;
 }
 
 /*
@@ -257,8 +257,8 @@ static int sx_refc_neighbours(struct sx_btree_cur *cur, const struct sx_refc_ire
 
 	*have_left = false;
 	*have_right = false;
-	if (mid->rc_start > 0) {
-		error = sx_refc_lookup_le(cur, mid->rc_start - 1, left, have_left);
+	if (mid->rf_start > 0) {
+		error = sx_refc_lookup_le(cur, mid->rf_start - 1, left, have_left);
 		if (error)
 			return error;
 		if (*have_left && !sx_refc_mergeable(left, mid))
@@ -289,25 +289,25 @@ static int sx_refc_store(struct sx_btree_cur *cur, struct sx_refc_irec *mid, boo
 	if (!merge_right)
 		have_right = false;
 	if (have_left && have_right &&
-	    (u64)left.rc_len + mid->rc_len + right.rc_len > SX_BMAP_MAXLEN)
+	    (u64)left.rf_len + mid->rf_len + right.rf_len > SX_BMAP_MAXLEN)
 		have_right = false;
 	if (have_left) {
 		m = left;
-		m.rc_len += mid->rc_len;
+		m.rf_len += mid->rf_len;
 		if (have_right) {
-			m.rc_len += right.rc_len;
-			error = sx_refc_delete_at(cur, right.rc_start);
+			m.rf_len += right.rf_len;
+			error = sx_refc_delete_at(cur, right.rf_start);
 			if (error)
 				return error;
 		}
-		return sx_refc_update_at(cur, left.rc_start, &m);
+		return sx_refc_update_at(cur, left.rf_start, &m);
 	}
 	if (have_right) {
 		/* the right record starts earlier now: its key moves down */
 		m = right;
-		m.rc_start = mid->rc_start;
-		m.rc_len += mid->rc_len;
-		return sx_refc_update_at(cur, right.rc_start, &m);
+		m.rf_start = mid->rf_start;
+		m.rf_len += mid->rf_len;
+		return sx_refc_update_at(cur, right.rf_start, &m);
 	}
 	return sx_refc_insert(cur, mid);
 }
@@ -338,34 +338,34 @@ static int sx_refc_step(struct sx_trans *tp, struct sx_btree_cur *cur, u64 bno, 
 		return error;
 	if (found && sx_refc_end(&l) > bno) {
 		/* blocks with a record: [bno, e) of record l */
-		u32 n = l.rc_count + delta;
+		u32 n = l.rf_count + delta;
 
 		e = sx_min(sx_refc_end(&l), end);
 		*next = e;
-		piece.rc_start = bno;
-		piece.rc_len = (u32)(e - bno);
-		piece.rc_count = n;
-		if (SX_IS_CORRUPT(mp, delta > 0 && l.rc_count == ~0u))
+		piece.rf_start = bno;
+		piece.rf_len = (u32)(e - bno);
+		piece.rf_count = n;
+		if (SX_IS_CORRUPT(mp, delta > 0 && l.rf_count == ~0u))
 			return -EFSCORRUPTED;
 		/* cut the piece out of l: what remains left of it stays at the cursor */
-		if (l.rc_start < bno) {
+		if (l.rf_start < bno) {
 			keep = l;
-			keep.rc_len = (u32)(bno - l.rc_start);
+			keep.rf_len = (u32)(bno - l.rf_start);
 			error = sx_refc_update(cur, &keep);
 		} else if (sx_refc_end(&l) > e) {
 			keep = l;
-			keep.rc_start = e;
-			keep.rc_len = (u32)(sx_refc_end(&l) - e);
+			keep.rf_start = e;
+			keep.rf_len = (u32)(sx_refc_end(&l) - e);
 			error = sx_refc_update(cur, &keep);
 		} else {
 			error = sx_btree_delete(cur, &found);
 		}
 		if (error)
 			return error;
-		if (l.rc_start < bno && sx_refc_end(&l) > e) {
+		if (l.rf_start < bno && sx_refc_end(&l) > e) {
 			keep = l;
-			keep.rc_start = e;
-			keep.rc_len = (u32)(sx_refc_end(&l) - e);
+			keep.rf_start = e;
+			keep.rf_len = (u32)(sx_refc_end(&l) - e);
 			error = sx_refc_insert(cur, &keep);
 			if (error)
 				return error;
@@ -383,8 +383,8 @@ static int sx_refc_step(struct sx_trans *tp, struct sx_btree_cur *cur, u64 bno, 
 	error = sx_refc_lookup_ge(cur, bno, &l, &found);
 	if (error)
 		return error;
-	if (found && l.rc_start < e)
-		e = l.rc_start;
+	if (found && l.rf_start < e)
+		e = l.rf_start;
 	if (delta < 0) {
 		/* the last owner let go: the blocks are free */
 		e = sx_min(e, bno + sx_alloc_max_extent(mp));
@@ -392,9 +392,9 @@ static int sx_refc_step(struct sx_trans *tp, struct sx_btree_cur *cur, u64 bno, 
 		return sx_refc_free(tp, bno, e - bno);
 	}
 	*next = e;
-	piece.rc_start = bno;
-	piece.rc_len = (u32)(e - bno);
-	piece.rc_count = 2;
+	piece.rf_start = bno;
+	piece.rf_len = (u32)(e - bno);
+	piece.rf_count = 2;
 	return sx_refc_store(cur, &piece, e == end);
 }
 
@@ -491,18 +491,18 @@ int sx_refcount_find_shared(struct sx_mount *mp, struct sx_trans *tp, u64 bno, u
 		if (error || !found)
 			goto out;
 		error = sx_refc_get(&cur, &r);
-		if (error || r.rc_start >= end)
+		if (error || r.rf_start >= end)
 			goto out;
 	}
 	/* r overlaps the range; adjacent records extend the shared run */
-	start = sx_max(r.rc_start, bno);
+	start = sx_max(r.rf_start, bno);
 	stop = sx_refc_end(&r);
 	while (stop < end) {
 		error = sx_btree_next(&cur, &found);
 		if (error || !found)
 			break;
 		error = sx_refc_get(&cur, &r);
-		if (error || r.rc_start != stop)
+		if (error || r.rf_start != stop)
 			break;
 		stop = sx_refc_end(&r);
 	}
@@ -530,7 +530,7 @@ int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count)
 		return error;
 	error = sx_refc_lookup_le(&cur, bno, &r, &found);
 	if (!error && found && sx_refc_end(&r) > bno)
-		*count = r.rc_count;
+		*count = r.rf_count;
 	sx_refc_cur_release(&cur, fibp);
 	return error;
 }

@@ -38,13 +38,6 @@ int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len);
  */
 int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len);
 
-/**
- * sx_refcount_increase_later() / sx_refcount_decrease_later() - queue the
- * change as CUI deferred work on @tp (item_refc.c); finished one step per
- * transaction by sx_defer_finish(), or by recovery after a crash
- */
-int sx_refcount_increase_later(struct sx_trans *tp, u64 bno, u64 len);
-int sx_refcount_decrease_later(struct sx_trans *tp, u64 bno, u64 len);
 
 /**
  * sx_refcount_find_shared() - the first shared run inside [@bno, +@len):

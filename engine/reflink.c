@@ -31,6 +31,10 @@
 #include "trans.h"
 #include "alloc.h"
 #include "mount.h"
+#include "dev.h"
+#include "item_refc.h"
+#include "item_bmap.h"
+#include "file_io.h"
 
 /* Blocks one copy-on-write I/O moves at most (the bounce buffer). */
 #define SX_COW_IO_BYTES		(64u * 1024)

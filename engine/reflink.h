@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Shared blocks: clone (FICLONE/FICLONERANGE), copy-on-write for the data
- * path, and the deferred extent map changes (BUI) they are built from.
+ * Shared blocks: clone (FICLONE/FICLONERANGE) and copy-on-write for the
+ * data path, built on the deferred extent map changes (BUI, item_bmap.h)
+ * and refcount changes (CUI, item_refc.h).
  *
  * Files whose blocks may be shared carry SX_DIFLAG_REFLINK.  A block mapped
  * by k >= 2 mappings has a refcount record saying k (refcount.h); a write
@@ -19,18 +20,6 @@ struct sx_trans;
 struct sx_inode;
 struct sx_bmap_irec;
 
-/* The deferred-op types of extent map changes (item_bmap.c) and refcounts (item_refc.c). */
-extern const struct sx_defer_ops sx_bmap_defer_ops;
-extern const struct sx_defer_ops sx_refcount_defer_ops;
-
-/**
- * sx_bmap_map_later() - queue a BUI that maps @irec into a hole of @ip
- *
- * The caller must hold @ip's ILOCK until sx_defer_finish() is done.
- */
-int sx_bmap_map_later(struct sx_trans *tp, struct sx_inode *ip,
-		      const struct sx_bmap_irec *irec);
-
 /**
  * sx_bmap_unmap_later() - queue BUIs that unmap file blocks [@off, +@len)
  * of @ip; each piece's blocks lose a reference (CUI decrease: freed if it
@@ -39,17 +28,6 @@ int sx_bmap_map_later(struct sx_trans *tp, struct sx_inode *ip,
  */
 int sx_bmap_unmap_later(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
 			u64 bno);
-
-/**
- * sx_bmap_swap_map_later() / sx_bmap_swap_unmap_later() - queue a swap's
- * halves of a block exchange (SX_BMI_SWAP BUIs): the unmap of exactly the
- * piece @irec (its blocks keep their references) and the map of @irec into
- * a hole; neither moves @ip's block count.  Same locking as above.
- */
-int sx_bmap_swap_map_later(struct sx_trans *tp, struct sx_inode *ip,
-			   const struct sx_bmap_irec *irec);
-int sx_bmap_swap_unmap_later(struct sx_trans *tp, struct sx_inode *ip,
-			     const struct sx_bmap_irec *irec);
 
 /**
  * sx_reflink_cow() - make every mapped block of file blocks [@off, +@len)

@@ -14,7 +14,7 @@
 #include "trans.h"
 #include "alloc.h"
 #include "defer.h"
-#include "efi.h"
+#include "item_efi.h"
 
 #define ST_DEVSIZE	(16ull << 20)
 #define ST_SECTSIZE	512u
@@ -70,8 +70,8 @@ static int st_newfs(struct sx_st *st, u64 size, u32 bsize, struct sx_bdev **bdp)
 	if (error)
 		return error;
 	memset(&mo, 0, sizeof(mo));
-	mo.mo_blocksize = bsize;
-	mo.mo_label = "selftest";
+	mo.mk_blocksize = bsize;
+	mo.mk_label = "selftest";
 	error = sx_mkfs(*bdp, &mo);
 	if (error) {
 		st_destroy(*bdp);
@@ -230,9 +230,9 @@ static void st_mkfs_geometry(struct sx_st *st)
 
 	ST_OK(st, st->st_mkdev(ST_DEVSIZE, ST_SECTSIZE, &bd));
 	memset(&mo, 0, sizeof(mo));
-	mo.mo_blocksize = 3000;
+	mo.mk_blocksize = 3000;
 	ST_CHECK(st, sx_mkfs(bd, &mo) == -EINVAL, sx_mkfs(bd, &mo));
-	mo.mo_blocksize = 1024;
+	mo.mk_blocksize = 1024;
 	ST_OK(st, sx_mkfs(bd, &mo));
 	ST_OK(st, st_mount(bd, 0, &mp));
 	ST_OK(st, sx_get_info(mp, &in));

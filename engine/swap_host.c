@@ -40,6 +40,9 @@
 #include "alloc.h"
 #include "file.h"
 #include "mount.h"
+#include "dev.h"
+#include "item_bmap.h"
+#include "file_io.h"
 #include <swapext/swapext.h>
 
 #define SX_NSEC_PER_SEC	1000000000LL

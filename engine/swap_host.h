@@ -11,11 +11,6 @@
 #include "util.h"
 #include <swapext/host.h>
 
-struct sx_defer_ops;
-
-/* The SXI/SXD deferred type: the core's sx_swapext_item_*() callbacks. */
-extern const struct sx_defer_ops sx_sxi_defer_ops;
-
 /**
  * sx_swap_host_init() - fill the mount's struct sx_host from its superblock
  * (SX_HOST_ATOMIC_SWAP with the ATOMIC_SWAP log-incompat feature; the

@@ -14,6 +14,7 @@
 #include "inode.h"
 #include "bmap.h"
 #include "mount.h"
+#include "dev.h"
 #include <swapext/swapext_compat.h>
 
 #define SX_COMPAT_NSEC_PER_SEC	1000000000LL

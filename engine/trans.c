@@ -15,6 +15,8 @@
 #include "log.h"
 #include "item.h"
 #include "mount.h"
+#include "dev.h"
+#include "log_cil.h"
 
 #define SX_TRANS_END_BYTES	sizeof(struct sx_dlog_op)
 

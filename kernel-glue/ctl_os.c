@@ -291,7 +291,7 @@ static long sx_kctl_info(void __user *uarg)
 		kn->ki_log_tail = in.in_log_tail;
 		kn->ki_sb_seq = in.in_sb_seq;
 		kn->ki_log_epoch = in.in_log_epoch;
-		kn->ki_shutdown = sx_is_shutdown(ki->ki_mp);
+		kn->ki_shutdown = sx_shutdown_state(ki->ki_mp, NULL, 0) != 0;
 		memcpy(kn->ki_uuid, in.in_uuid, sizeof(kn->ki_uuid));
 		strscpy(kn->ki_label, in.in_label, sizeof(kn->ki_label));
 		if (copy_to_user(uarg, kn, sizeof(*kn)))

@@ -38,16 +38,16 @@ struct sx_dlog_intent {
  * old intent and an SXI for the remainder.
  */
 struct sx_dlog_swapext {
-	__le64	sx_ino1;
-	__le64	sx_ino2;
-	__le64	sx_gen1;
-	__le64	sx_gen2;
-	__le64	sx_startoff1;		/* file blocks */
-	__le64	sx_startoff2;
-	__le64	sx_blockcount;		/* blocks left to swap; never 0 */
-	__le64	sx_flags;		/* SX_SWAPEXT_* */
-	__le64	sx_isize1;		/* s64; SET_SIZES: final size of ino1, else -1 */
-	__le64	sx_isize2;
+	__le64	sw_ino1;
+	__le64	sw_ino2;
+	__le64	sw_gen1;
+	__le64	sw_gen2;
+	__le64	sw_startoff1;		/* file blocks */
+	__le64	sw_startoff2;
+	__le64	sw_blockcount;		/* blocks left to swap; never 0 */
+	__le64	sw_flags;		/* SX_SWAPEXT_* */
+	__le64	sw_isize1;		/* s64; SET_SIZES: final size of ino1, else -1 */
+	__le64	sw_isize2;
 };
 
 struct sx_dlog_sxi {
@@ -57,7 +57,7 @@ struct sx_dlog_sxi {
 
 /* Attribute forks (seed bit 0): not supported, never logged, rejected. */
 #define SX_SWAPEXT_ATTR_FORK		(1ULL << 0)
-/* When the last block is swapped, set both sizes to sx_isize1/sx_isize2. */
+/* When the last block is swapped, set both sizes to sw_isize1/sw_isize2. */
 #define SX_SWAPEXT_SET_SIZES		(1ULL << 1)
 /* When the last block is swapped, clear ino1's / ino2's reflink flag. */
 #define SX_SWAPEXT_CLEAR_INO1_REFLINK	(1ULL << 3)

@@ -38,12 +38,12 @@ struct sx_bdev;
 
 /* Options for sx_mkfs(); zero fields take defaults. */
 struct sx_mkfs_opts {
-	uint32_t	mo_blocksize;		/* 512..65536, power of 2; default 4096 */
-	uint32_t	mo_logblocks;		/* default: 1/64 of the device, 256 KiB..64 MiB */
-	uint64_t	mo_dblocks;		/* default: the whole device */
-	uint32_t	mo_feat_log_incompat;	/* SX_FEAT_LOG_INCOMPAT_* */
-	const uint8_t	*mo_uuid;		/* 16 bytes; default derived from the clock */
-	const char	*mo_label;
+	uint32_t	mk_blocksize;		/* 512..65536, power of 2; default 4096 */
+	uint32_t	mk_logblocks;		/* default: 1/64 of the device, 256 KiB..64 MiB */
+	uint64_t	mk_dblocks;		/* default: the whole device */
+	uint32_t	mk_feat_log_incompat;	/* SX_FEAT_LOG_INCOMPAT_* */
+	const uint8_t	*mk_uuid;		/* 16 bytes; default derived from the clock */
+	const char	*mk_label;
 };
 
 /**

@@ -13,12 +13,12 @@
 struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic)
 {
 	static const u8 uuid[16] = { 0x5a, 0x4b, 0xe5, 0x7e, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
-	struct sx_mkfs_opts mo = { .mo_blocksize = bs, .mo_logblocks = logblocks };
+	struct sx_mkfs_opts mo = { .mk_blocksize = bs, .mk_logblocks = logblocks };
 	struct sx_bdev *bd;
 
-	mo.mo_uuid = uuid;
+	mo.mk_uuid = uuid;
 	if (atomic)
-		mo.mo_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
+		mo.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
 	if (sx_memdev_create(size, 512, &bd) || sx_mkfs(bd, &mo)) {
 		fprintf(stderr, "sxs_mkimg failed\n");
 		abort();

@@ -132,12 +132,12 @@ int sxt_tblock_read(struct sx_mount *mp, u64 blkno, u64 *gen)
 /* A memory device with a fresh filesystem. */
 struct sx_bdev *sxt_memfs(u64 size, u32 blocksize, u32 logblocks)
 {
-	struct sx_mkfs_opts mo = { .mo_blocksize = blocksize, .mo_logblocks = logblocks };
+	struct sx_mkfs_opts mo = { .mk_blocksize = blocksize, .mk_logblocks = logblocks };
 	static const u8 uuid[16] = { 0x5e, 0x70, 0xe5, 0x7e, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
 	struct sx_bdev *bd;
 	int error;
 
-	mo.mo_uuid = uuid;
+	mo.mk_uuid = uuid;
 	error = sx_memdev_create(size, 512, &bd);
 	if (error) {
 		fprintf(stderr, "memdev: %d\n", error);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include "sxtest.h"
 #include "sxdefer.h"
-#include "efi.h"
+#include "item_efi.h"
 
 #define NCH		12
 #define ELEN		3

@@ -50,8 +50,8 @@ static void consumer_assert(int ok, const char *what)
 
 int main(void)
 {
-	struct sx_mkfs_opts mo = { .mo_blocksize = 4096,
-				   .mo_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 4096,
+				   .mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP };
 	struct file_swap_range fsr;
 	struct sx_mount *mp = NULL;
 	struct sx_bdev *bd = NULL;

@@ -13,7 +13,8 @@
 #include <cmocka.h>
 #include "sxtest.h"
 #include "sxdefer.h"
-#include "efi.h"
+#include "item_efi.h"
+#include "dev.h"
 
 #define MIB		(1ull << 20)
 

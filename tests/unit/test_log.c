@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include "sxtest.h"
+#include "log_recover.h"
 
 #define MIB		(1ull << 20)
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include "sxtest.h"
 #include "log_priv.h"	/* SX_LOG_QUEUE_MEM */
+#include "log_recover.h"
 
 #define MIB		(1ull << 20)
 #define RAW_MAGIC	0x57415258u	/* "XRAW" */

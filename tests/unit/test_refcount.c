@@ -26,6 +26,9 @@
 #include "fsinfo.h"
 #include "reflink.h"
 #include "file.h"
+#include "dev.h"
+#include "item_refc.h"
+#include "item_bmap.h"
 #include <swapext/device.h>
 
 #define MIB		(1ull << 20)

@@ -97,7 +97,7 @@ static struct sx_bdev *memdev(u64 size)
 /* mkfs with a fixed uuid and block size (and other defaults). */
 static void mkfs_bs(struct sx_bdev *bd, u32 bs)
 {
-	struct sx_mkfs_opts mo = { .mo_blocksize = bs, .mo_uuid = test_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = bs, .mk_uuid = test_uuid };
 
 	assert_int_equal(sx_mkfs(bd, &mo), 0);
 }
@@ -961,7 +961,7 @@ static void test_read_device_too_small(void **state)
 /* A 4 KiB-sector device: reads and writes are whole sectors. */
 static void test_big_sectors(void **state)
 {
-	struct sx_mkfs_opts mo = { .mo_blocksize = 4096, .mo_uuid = test_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 4096, .mk_uuid = test_uuid };
 	struct sx_bdev *bd;
 	struct sx_sb rd;
 	int which;
@@ -974,7 +974,7 @@ static void test_big_sectors(void **state)
 	assert_int_equal(sx_sb_read(NULL, bd, &rd, &which), 0);
 	assert_int_equal(which, 0);
 	/* a block smaller than the sector is refused */
-	mo.mo_blocksize = 2048;
+	mo.mk_blocksize = 2048;
 	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);
 	sx_bdev_destroy(bd);
 }
@@ -1107,14 +1107,14 @@ static void test_mkfs_all_blocksizes(void **state)
 /* A filesystem smaller than its device: bits past the end are in use. */
 static void test_mkfs_partial_device(void **state)
 {
-	struct sx_mkfs_opts mo = { .mo_blocksize = 512, .mo_uuid = test_uuid,
-				   .mo_dblocks = 3 * 3584 + 100, .mo_logblocks = 64,
-				   .mo_label = "part" };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 512, .mk_uuid = test_uuid,
+				   .mk_dblocks = 3 * 3584 + 100, .mk_logblocks = 64,
+				   .mk_label = "part" };
 	struct sx_bdev *bd = memdev(32ull << 20);
 	struct sx_sb sb;
 
 	assert_int_equal(sx_mkfs(bd, &mo), 0);
-	check_mkfs_image(bd, 512, mo.mo_dblocks);
+	check_mkfs_image(bd, 512, mo.mk_dblocks);
 	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
 	assert_int_equal(sb.sb_bmapblocks, 4);
 	assert_int_equal(sb.sb_logblocks, 64);
@@ -1126,7 +1126,7 @@ static void test_mkfs_partial_device(void **state)
 static void test_mkfs_large_batches(void **state)
 {
 	struct sx_bdev *bd = memdev(1ull << 30);
-	struct sx_mkfs_opts mo = { .mo_blocksize = 512, .mo_uuid = test_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 512, .mk_uuid = test_uuid };
 	struct cdev c;
 	struct sx_sb sb;
 	u64 t0, t1;
@@ -1151,7 +1151,7 @@ static void test_mkfs_large_batches(void **state)
 static void test_mkfs_write_errors(void **state)
 {
 	struct sx_bdev *bd = memdev(8ull << 20);
-	struct sx_mkfs_opts mo = { .mo_blocksize = 4096 };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 4096 };
 	struct cdev c;
 	u64 n, total;
 
@@ -1171,10 +1171,10 @@ static void test_mkfs_write_errors(void **state)
 static void test_mkfs_invalid(void **state)
 {
 	struct sx_bdev *bd = memdev(64 * 4096);
-	struct sx_mkfs_opts mo = { .mo_blocksize = 4096 };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 4096 };
 
 	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);		/* too small */
-	mo.mo_blocksize = 1000;
+	mo.mk_blocksize = 1000;
 	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);
 	sx_bdev_destroy(bd);
 }
@@ -1186,7 +1186,7 @@ static void test_mkfs_invalid(void **state)
 static void test_mkfs_wipes_stale_superblocks(void **state)
 {
 	static const u8 other_uuid[SX_UUID_SIZE] = { 9, 9, 9, 9, 9, 9, 0x49, 9, 0x89 };
-	struct sx_mkfs_opts mo = { .mo_blocksize = 65536, .mo_uuid = other_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 65536, .mk_uuid = other_uuid };
 	struct sx_bdev *bd = memdev(32ull << 20);
 	u8 buf[SX_SB_SIZE], zero[SX_SB_SIZE] = { 0 };
 	struct sx_sb rd;

@@ -572,15 +572,15 @@ static void test_recover_bad_sxi(void **state)
 
 		*sxi = good;
 		switch (i) {
-		case 0: e->sx_blockcount = 0; break;
+		case 0: e->sw_blockcount = 0; break;
 		case 1: sxi->sxi_hdr.li_pad = cpu_to_le32(1); break;
-		case 2: e->sx_flags = cpu_to_le64(SX_SWAPEXT_ATTR_FORK | SX_SWAPEXT_SET_SIZES); break;
-		case 3: e->sx_isize1 = cpu_to_le64((u64)-5); break;
-		case 4: e->sx_gen2 = cpu_to_le64(le64_to_cpu(e->sx_gen2) + 1); break;
-		case 5: e->sx_ino1 = cpu_to_le64(1); break;
-		case 6: e->sx_startoff1 = cpu_to_le64(~0ull - 2); break;
+		case 2: e->sw_flags = cpu_to_le64(SX_SWAPEXT_ATTR_FORK | SX_SWAPEXT_SET_SIZES); break;
+		case 3: e->sw_isize1 = cpu_to_le64((u64)-5); break;
+		case 4: e->sw_gen2 = cpu_to_le64(le64_to_cpu(e->sw_gen2) + 1); break;
+		case 5: e->sw_ino1 = cpu_to_le64(1); break;
+		case 6: e->sw_startoff1 = cpu_to_le64(~0ull - 2); break;
 		case 7: sxi->sxi_hdr.li_nitems = cpu_to_le32(2); break;
-		case 8: e->sx_flags = cpu_to_le64(0); break;	/* sizes without SET_SIZES */
+		case 8: e->sw_flags = cpu_to_le64(0); break;	/* sizes without SET_SIZES */
 		}
 		last_warn[0] = 0;
 		sx_set_log_callback(keep_warn, NULL);

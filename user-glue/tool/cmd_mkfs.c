@@ -80,7 +80,7 @@ int cmd_mkfs(int argc, char **argv)
 					  optarg);
 				return tool_usage("mkfs");
 			}
-			opts.mo_blocksize = (u32)v;
+			opts.mk_blocksize = (u32)v;
 			break;
 		case 's':
 			if (tool_parse_size(optarg, &size) || size == 0) {
@@ -101,10 +101,10 @@ int cmd_mkfs(int argc, char **argv)
 					  SX_LABEL_SIZE);
 				return tool_usage("mkfs");
 			}
-			opts.mo_label = optarg;
+			opts.mk_label = optarg;
 			break;
 		case 'O':
-			if (mkfs_parse_features(optarg, &opts.mo_feat_log_incompat))
+			if (mkfs_parse_features(optarg, &opts.mk_feat_log_incompat))
 				return tool_usage("mkfs");
 			break;
 		default:
@@ -118,7 +118,7 @@ int cmd_mkfs(int argc, char **argv)
 	path = argv[optind];
 
 	if (logsize) {
-		u32 bs = opts.mo_blocksize ? opts.mo_blocksize : SX_DEFAULT_BLOCKSIZE;
+		u32 bs = opts.mk_blocksize ? opts.mk_blocksize : SX_DEFAULT_BLOCKSIZE;
 
 		if (logsize % bs || logsize / bs > SX_MAX_LOGBLOCKS ||
 		    logsize / bs < SX_MIN_LOGBLOCKS) {
@@ -127,7 +127,7 @@ int cmd_mkfs(int argc, char **argv)
 				  SX_MAX_LOGBLOCKS);
 			return tool_usage("mkfs");
 		}
-		opts.mo_logblocks = (u32)(logsize / bs);
+		opts.mk_logblocks = (u32)(logsize / bs);
 	}
 	if (!have_size) {
 		if (stat(path, &st) < 0) {

@@ -22,6 +22,7 @@
 #include "trans.h"
 #include "alloc.h"
 #include "log.h"
+#include "log_recover.h"
 
 #define DEMO_SIZE		(64ull << 20)
 #define DEMO_BLOCKSIZE		1024
@@ -74,7 +75,7 @@ struct demo_run {
 /* mkfs the demo image; fills @in with what was made. */
 static int demo_mkfs(const char *path, struct sx_info *in)
 {
-	struct sx_mkfs_opts opts = { .mo_blocksize = DEMO_BLOCKSIZE, .mo_label = "swapext-demo" };
+	struct sx_mkfs_opts opts = { .mk_blocksize = DEMO_BLOCKSIZE, .mk_label = "swapext-demo" };
 	struct sx_mount_opts mo = { .mo_flags = SX_MOUNT_RDONLY | SX_MOUNT_NORECOVERY,
 				    .mo_name = "demo" };
 	struct sx_mount *mp;

@@ -31,6 +31,7 @@
 #include "demo.h"
 #include "mount.h"
 #include "log.h"
+#include "log_recover.h"
 
 #define SW_SIZE		(64ull << 20)
 #define SW_BS		1024u
@@ -62,9 +63,9 @@ static double demo_now(void)
 static int sw_mkfs(const char *path)
 {
 	struct sx_mkfs_opts opts = {
-		.mo_blocksize = SW_BS,
-		.mo_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP,
-		.mo_label = "swapext-demo",
+		.mk_blocksize = SW_BS,
+		.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP,
+		.mk_label = "swapext-demo",
 	};
 	struct sx_bdev *bd;
 	int error;
