@@ -17,9 +17,10 @@
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make help            everything else
 #
-# Sources are found with wildcards: a new engine/*.c, user-glue/*.c,
-# user-glue/tool/*.c, tests/unit/test_*.c, tests/crash/*.c, tests/stress/*.c or
-# tests/common/*.c is built without touching this file.
+# Sources are found with wildcards: a new core/*.c, engine/*.c,
+# engine/diag/*.c, user-glue/*.c, tools/*.c, tests/unit/test_*.c,
+# tests/crash/*.c, tests/stress/*.c or tests/common/*.c is built without
+# touching this file.
 
 VERSION		:= 0.1.0
 SOVERSION	:= 1
@@ -67,7 +68,7 @@ WARNFLAGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 		   -Wno-missing-field-initializers -Werror -Wundef \
 		   -Wmissing-prototypes -Wstrict-prototypes
 INCLUDES	:= -Iinclude -Iuser-glue -Iengine
-TEST_INCLUDES	:= -Itests/common -Itests
+TEST_INCLUDES	:= -Itests/common -Itests -Iengine/diag
 
 # -fno-strict-aliasing: the kernel build uses it, so the user build does too
 # and both builds of the same engine source mean the same thing.
@@ -92,14 +93,14 @@ KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
 
 CORE_SRCS	:= $(sort $(wildcard core/*.c))
 GLUE_SRCS	:= $(sort $(wildcard user-glue/*.c))
-LIB_SRCS	:= $(CORE_SRCS) $(sort $(wildcard engine/*.c)) $(GLUE_SRCS)
-TOOL_SRCS	:= $(sort $(wildcard user-glue/tool/*.c))
+LIB_SRCS	:= $(CORE_SRCS) $(sort $(wildcard engine/*.c engine/diag/*.c)) $(GLUE_SRCS)
+TOOL_SRCS	:= $(sort $(wildcard tools/*.c))
 COMMON_SRCS	:= $(sort $(wildcard tests/common/*.c))
 UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
 CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
 STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
 BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
-ENGINE_SRCS	:= $(sort $(wildcard engine/*.c))
+ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
 CORE_TESTS	:= test_swap_core test_swaprange test_swap_prep

@@ -47,16 +47,18 @@ build)
 		echo "kmod: no Linux 6.1 amd64 headers in /usr/src (install linux-headers-amd64)" >&2
 		exit 3
 	fi
-	mkdir -p "$out/core" "$out/engine" "$out/kernel-glue" "$out/generated"
+	mkdir -p "$out/core" "$out/engine/diag" "$out/kernel-glue" "$out/generated"
 	out=$(cd "$out" && pwd)
 	# links to the sources of today: stale ones (a removed file) go
-	find "$out/core" "$out/engine" "$out/kernel-glue" -maxdepth 1 -type l -name '*.c' -delete
+	find "$out/core" "$out/engine" "$out/kernel-glue" -maxdepth 2 -type l -name '*.c' -delete
 	for f in "$srcdir"/core/*.c; do ln -sf "$f" "$out/core/"; done
 	for f in "$srcdir"/engine/*.c; do ln -sf "$f" "$out/engine/"; done
+	for f in "$srcdir"/engine/diag/*.c; do ln -sf "$f" "$out/engine/diag/"; done
 	for f in "$srcdir"/kernel-glue/*.c; do ln -sf "$f" "$out/kernel-glue/"; done
 	ln -sf "$srcdir/kernel-glue/Kbuild" "$out/Kbuild"
 	bash "$srcdir/kernel-glue/gen-api.sh" "$srcdir/include" "$srcdir"/core/*.c \
-		"$srcdir"/engine/*.c > "$out/generated/sx_api.h.tmp"
+		"$srcdir"/engine/*.c "$srcdir"/engine/diag/selftest.c \
+		"$srcdir"/engine/diag/check.c > "$out/generated/sx_api.h.tmp"
 	if cmp -s "$out/generated/sx_api.h.tmp" "$out/generated/sx_api.h"; then
 		rm -f "$out/generated/sx_api.h.tmp"
 	else

@@ -4,7 +4,7 @@
  *
  * Everything here is little-endian and fixed-width, with explicit padding so
  * that the layout is identical in every build (kernel, userspace, any ABI).
- * Sizes are pinned by static assertions in engine/format_check.c.
+ * Sizes are pinned by static assertions in engine/diag/format_check.c.
  *
  * Device layout, in filesystem blocks:
  *   0              primary superblock (the first SX_SB_SIZE bytes are checked)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The engine's scenario self-test (engine/selftest.c): the same scenarios
+ * The engine's scenario self-test (engine/diag/selftest.c): the same scenarios
  * in both builds, on memory devices that the caller's glue makes (the
  * userspace unit test with sx_memdev_create(), the kernel module with its
  * vmalloc'd memory device).

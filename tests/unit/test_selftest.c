@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The engine's scenario self-test (engine/selftest.c) in userspace, on
+ * The engine's scenario self-test (engine/diag/selftest.c) in userspace, on
  * sx_memdev_create() devices: the same scenarios the kernel module runs at
  * load with selftest=1.  Every scenario must pass, and the report must be
  * one line per scenario and the summary.
