@@ -46,6 +46,12 @@ out_unlock:
 	return error;
 }
 
+/* The library's version (include/swapext/version.h). */
+SX_API const char *sx_version(void)
+{
+	return SX_LIB_VERSION;
+}
+
 /* Forget the types again; no mount may be left. */
 SX_API void sx_exit(void)
 {

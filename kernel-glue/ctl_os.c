@@ -385,11 +385,7 @@ static long sx_kctl_fault(void __user *uarg)
 	return error;
 }
 
-/*
- * Files.  Each handler calls the engine's file API when the engine defines
- * it (SX_HAVE_* from the generated sx_api.h); until then it says
- * -EOPNOTSUPP.
- */
+/* Files: each handler calls the engine's file API. */
 
 /* CREATE, OPEN, CLOSE, FSYNC. */
 static long sx_kctl_file(unsigned int cmd, void __user *uarg)
@@ -412,24 +408,16 @@ static long sx_kctl_file(unsigned int cmd, void __user *uarg)
 	error = -EOPNOTSUPP;
 	switch (cmd) {
 	case SX_KCTL_CREATE:
-#ifdef SX_HAVE_sx_create
 		error = sx_create(ki->ki_mp, kf->kf_name, kf->kf_mode, &kf->kf_fd);
-#endif
 		break;
 	case SX_KCTL_OPEN:
-#ifdef SX_HAVE_sx_open
 		error = sx_open(ki->ki_mp, kf->kf_name, &kf->kf_fd);
-#endif
 		break;
 	case SX_KCTL_CLOSE:
-#ifdef SX_HAVE_sx_close
 		error = sx_close(ki->ki_mp, kf->kf_fd);
-#endif
 		break;
 	case SX_KCTL_FSYNC:
-#ifdef SX_HAVE_sx_fsync
 		error = sx_fsync(ki->ki_mp, kf->kf_fd);
-#endif
 		break;
 	}
 	sx_kinst_put(ki);
@@ -441,7 +429,6 @@ out_free:
 	return error;
 }
 
-#if defined(SX_HAVE_sx_pread) || defined(SX_HAVE_sx_pwrite)
 #define SX_KCTL_RW_CHUNK	(1u << 20)
 
 /* PREAD, PWRITE through a kernel buffer of at most SX_KCTL_RW_CHUNK bytes. */
@@ -462,19 +449,13 @@ static s64 sx_kctl_rw_engine(struct sx_kinst *ki, unsigned int cmd, struct sx_kc
 		size_t chunk = min_t(u64, kr->kr_len - done, cap);
 
 		if (cmd == SX_KCTL_PWRITE) {
-			n = -EOPNOTSUPP;
 			if (copy_from_user(kbuf, ubuf + done, chunk)) {
 				n = -EFAULT;
 				break;
 			}
-#ifdef SX_HAVE_sx_pwrite
 			n = sx_pwrite(ki->ki_mp, kr->kr_fd, kbuf, chunk, kr->kr_off + done);
-#endif
 		} else {
-			n = -EOPNOTSUPP;
-#ifdef SX_HAVE_sx_pread
 			n = sx_pread(ki->ki_mp, kr->kr_fd, kbuf, chunk, kr->kr_off + done);
-#endif
 			if (n > 0 && copy_to_user(ubuf + done, kbuf, n))
 				n = -EFAULT;
 		}
@@ -487,7 +468,6 @@ static s64 sx_kctl_rw_engine(struct sx_kinst *ki, unsigned int cmd, struct sx_kc
 	kvfree(kbuf);
 	return done ? (s64)done : n;
 }
-#endif
 
 /* PREAD, PWRITE. */
 static long sx_kctl_rw(unsigned int cmd, void __user *uarg)
@@ -503,13 +483,9 @@ static long sx_kctl_rw(unsigned int cmd, void __user *uarg)
 	ki = sx_kinst_get(kr.kr_id);
 	if (!ki)
 		return -ENOENT;
-#if defined(SX_HAVE_sx_pread) || defined(SX_HAVE_sx_pwrite)
 	kr.kr_result = sx_kctl_rw_engine(ki, cmd, &kr);
 	if (kr.kr_result < 0)
 		error = kr.kr_result;
-#else
-	error = -EOPNOTSUPP;
-#endif
 	sx_kinst_put(ki);
 	if (!error && copy_to_user(uarg, &kr, sizeof(kr)))
 		error = -EFAULT;
@@ -521,7 +497,7 @@ static long sx_kctl_clone(void __user *uarg)
 {
 	struct sx_kctl_clone kc;
 	struct sx_kinst *ki;
-	long error = -EOPNOTSUPP;
+	long error;
 
 	if (copy_from_user(&kc, uarg, sizeof(kc)))
 		return -EFAULT;
@@ -530,9 +506,7 @@ static long sx_kctl_clone(void __user *uarg)
 	ki = sx_kinst_get(kc.kc_id);
 	if (!ki)
 		return -ENOENT;
-#ifdef SX_HAVE_sx_clone
 	error = sx_clone(ki->ki_mp, kc.kc_dst_fd, kc.kc_src_fd);
-#endif
 	sx_kinst_put(ki);
 	return error;
 }
@@ -564,7 +538,7 @@ static long sx_kctl_swaprange(struct file *file, void __user *uarg)
 	struct sx_kctl_priv *kp = file->private_data;
 	struct file_swap_range fsr;
 	struct sx_kinst *ki;
-	long error = -EOPNOTSUPP;
+	long error;
 	size_t i;
 
 	if (copy_from_user(&fsr, uarg, sizeof(fsr)))
@@ -582,11 +556,9 @@ static long sx_kctl_swaprange(struct file *file, void __user *uarg)
 	ki = sx_kinst_get(kp->kp_id);
 	if (!ki)
 		return -ENOENT;
-#ifdef SX_HAVE_sx_swap_file_range
 	error = sx_swap_file_range(ki->ki_mp, kp->kp_fd, &fsr);
 	if (!error && copy_to_user(uarg, &fsr, sizeof(fsr)))
 		error = -EFAULT;
-#endif
 	sx_kinst_put(ki);
 	return error;
 }
@@ -601,7 +573,7 @@ static long sx_kctl_swapext(struct file *file, void __user *uarg)
 	struct sx_kctl_priv *kp = file->private_data;
 	struct sx_xfs_swapext *sx;
 	struct sx_kinst *ki;
-	long error = -EOPNOTSUPP;
+	long error;
 
 	if (!kp->kp_bound)
 		return -EBADF;
@@ -614,9 +586,7 @@ static long sx_kctl_swapext(struct file *file, void __user *uarg)
 		kfree(sx);
 		return -ENOENT;
 	}
-#ifdef SX_HAVE_sx_swapext
 	error = sx_swapext(ki->ki_mp, sx);
-#endif
 	sx_kinst_put(ki);
 	kfree(sx);
 	return error;
@@ -627,7 +597,7 @@ static long sx_kctl_bulkstat(void __user *uarg)
 {
 	struct sx_kctl_bulkstat *kb;
 	struct sx_kinst *ki;
-	long error = -EOPNOTSUPP;
+	long error;
 
 	kb = memdup_user(uarg, sizeof(*kb));
 	if (IS_ERR(kb))
@@ -637,9 +607,7 @@ static long sx_kctl_bulkstat(void __user *uarg)
 		kfree(kb);
 		return -ENOENT;
 	}
-#ifdef SX_HAVE_sx_bulkstat
 	error = sx_bulkstat(ki->ki_mp, kb->kb_fd, &kb->kb_stat);
-#endif
 	sx_kinst_put(ki);
 	if (!error && copy_to_user(uarg, kb, sizeof(*kb)))
 		error = -EFAULT;
@@ -652,19 +620,10 @@ static u32 sx_kctl_features(void)
 {
 	u32 f = 0;
 
-#if defined(SX_HAVE_sx_create) && defined(SX_HAVE_sx_open) && defined(SX_HAVE_sx_close) && \
-	defined(SX_HAVE_sx_pread) && defined(SX_HAVE_sx_pwrite) && defined(SX_HAVE_sx_fsync)
 	f |= SX_KCTL_FEAT_FILES;
-#endif
-#ifdef SX_HAVE_sx_clone
 	f |= SX_KCTL_FEAT_CLONE;
-#endif
-#ifdef SX_HAVE_sx_swap_file_range
 	f |= SX_KCTL_FEAT_SWAPRANGE;
-#endif
-#ifdef SX_HAVE_sx_swapext
 	f |= SX_KCTL_FEAT_SWAPEXT;
-#endif
 #ifdef SX_FAULT_INJECTION
 	f |= SX_KCTL_FEAT_FAULTS;
 #endif

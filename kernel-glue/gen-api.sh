@@ -23,9 +23,6 @@ for h in "$incdir"/swapext/*.h; do
 	h=${h##*/}
 	[ "$h" = platform.h ] || echo "#include <swapext/$h>"
 done
-for n in $names; do
-	echo "#define SX_HAVE_$n 1"
-done
 echo "#define SX_API_FUNCS(X) \\"
 for n in $names; do
 	echo "	X($n) \\"

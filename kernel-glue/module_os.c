@@ -50,3 +50,4 @@ MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("swapext: a journaling block-mapping engine with atomic file range swaps");
 MODULE_AUTHOR("swapext developers");
 MODULE_SOFTDEP("pre: crc32c");
+MODULE_VERSION(SX_LIB_VERSION);

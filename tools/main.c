@@ -57,7 +57,8 @@ static void tool_help(void)
 {
 	size_t i;
 
-	printf("swapext %s: tools for swapext filesystem images\n\n", "0.1");
+	printf("swapext %s: tools for swapext filesystem images\n\n", sx_version());
+	printf("  swapext --version\n      print the library's version\n");
 	for (i = 0; i < ARRAY_SIZE(tool_cmds); i++)
 		printf("  swapext %s %s\n      %s\n", tool_cmds[i].c_name, tool_cmds[i].c_args,
 		       tool_cmds[i].c_help);
@@ -110,6 +111,10 @@ int main(int argc, char **argv)
 		return tool_usage(NULL);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		tool_help();
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("swapext %s\n", sx_version());
 		return 0;
 	}
 	for (i = 0; i < ARRAY_SIZE(tool_cmds); i++) {

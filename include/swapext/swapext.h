@@ -10,6 +10,7 @@
 #define SWAPEXT_SWAPEXT_H
 
 #include <swapext/types.h>
+#include <swapext/version.h>
 #include <swapext/fsr.h>
 
 struct sx_mount;
@@ -95,6 +96,13 @@ SX_API int sx_init(void);
 
 /** sx_exit() - forget what sx_init() registered; no mount may be left */
 SX_API void sx_exit(void);
+
+/**
+ * sx_version() - the version of the library in use ("0.1.0"): the one that
+ * runs, which may differ from SX_LIB_VERSION of the headers a program was
+ * built with
+ */
+SX_API const char *sx_version(void);
 
 /**
  * sx_mount() - open the filesystem on @bd, recovering the log if needed

@@ -61,6 +61,11 @@ int main(void)
 	u8 mine = 7;		/* the program's own u8 is an int */
 
 	VERIFY(sizeof(mine) == sizeof(int));
+	/* one version: the numbers, the string and the library that runs agree */
+	snprintf(got, sizeof(got), "%d.%d.%d", SX_LIB_VERSION_MAJOR, SX_LIB_VERSION_MINOR,
+		 SX_LIB_VERSION_PATCH);
+	VERIFY(strcmp(got, SX_LIB_VERSION) == 0);
+	VERIFY(strcmp(sx_version(), SX_LIB_VERSION) == 0);
 	memset(a, 'a', sizeof(a));
 	memset(b, 'b', sizeof(b));
 	VERIFY(sx_memdev_create(16u << 20, 512, &bd) == 0);
@@ -83,6 +88,6 @@ int main(void)
 	VERIFY(sx_unmount(mp) == 0);
 	VERIFY(sx_check(bd, NULL, NULL, &problems) == 0 && problems == 0);
 	sx_bdev_destroy(bd);
-	printf("consumer: %s\n", failures ? "FAILED" : "ok");
+	printf("consumer: %s, version %s\n", failures ? "FAILED" : "ok", sx_version());
 	return failures ? 1 : 0;
 }

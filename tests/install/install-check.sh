@@ -83,5 +83,20 @@ else
 	sed 's/^/     /' "$tmp/cc2.log" "$tmp/run2.log" 2> /dev/null
 fi
 
+# one version everywhere: version.h, swapext.pc, the SONAME, the tool, the library
+vh=$src/include/swapext/version.h
+want=$(sed -n 's/^#define SX_LIB_VERSION[[:space:]]*"\(.*\)"/\1/p' "$vh")
+so=$(sed -n 's/^#define SX_LIB_SOVERSION[[:space:]]*\([0-9]*\).*/\1/p' "$vh")
+pcv=$(pkg-config --modversion swapext)
+soname=$(readelf -d "$root$prefix/lib/libswapext.so" 2> /dev/null | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+toolv=$(LD_LIBRARY_PATH=$root$prefix/lib "$root$prefix/bin/swapext" --version 2>&1)
+runv=$(tail -n 1 "$tmp/run.log" 2> /dev/null | sed -n 's/.*version //p')
+if [ -n "$want" ] && [ "$pcv" = "$want" ] && [ "$soname" = "libswapext.so.$so" ] &&
+   [ "$toolv" = "swapext $want" ] && [ "$runv" = "$want" ]; then
+	ok "one version: $want (swapext.pc, SONAME $soname, swapext --version, sx_version())"
+else
+	bad "one version: version.h '$want', .pc '$pcv', SONAME '$soname' (want libswapext.so.$so), tool '$toolv', sx_version() '$runv'"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
