@@ -52,8 +52,7 @@ SX_API int sx_shutdown_state(struct sx_mount *mp, char *reason, size_t len)
 /* Check that [@blkno, @blkno + @count) lies on the filesystem. */
 static int sx_dev_check(struct sx_mount *mp, u64 blkno, u32 count)
 {
-	if (count == 0 || blkno >= mp->m_sb.sb_dblocks ||
-	    count > mp->m_sb.sb_dblocks - blkno)
+	if (count == 0 || blkno >= mp->m_sb.sb_dblocks || count > mp->m_sb.sb_dblocks - blkno)
 		return -EFSCORRUPTED;
 	return 0;
 }
@@ -72,8 +71,7 @@ int sx_dev_read(struct sx_mount *mp, u64 blkno, u32 count, void *buf)
 }
 
 /* Write @count blocks at @blkno; a failure shuts the mount down. */
-int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf,
-		 unsigned int flags)
+int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf, unsigned int flags)
 {
 	int error = sx_dev_check(mp, blkno, count);
 
@@ -123,4 +121,3 @@ SX_API void sx_shutdown(struct sx_mount *mp)
 {
 	sx_force_shutdown(mp, -EIO, "shut down by sx_shutdown()");
 }
-

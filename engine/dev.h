@@ -22,8 +22,7 @@ void sx_force_shutdown(struct sx_mount *mp, int error, const char *fmt, ...)
 
 /* Device I/O in filesystem blocks; errors shut the mount down. */
 int sx_dev_read(struct sx_mount *mp, u64 blkno, u32 count, void *buf);
-int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf,
-		 unsigned int flags);
+int sx_dev_write(struct sx_mount *mp, u64 blkno, u32 count, const void *buf, unsigned int flags);
 int sx_dev_flush(struct sx_mount *mp);
 
 /** sx_write_sb() - write the in-core superblock (caller holds m_sb_lock) */

@@ -18,8 +18,7 @@ struct sx_bmap_irec;
  *
  * The caller must hold @ip's ILOCK until sx_defer_finish() is done.
  */
-int sx_bmap_map_later(struct sx_trans *tp, struct sx_inode *ip,
-		      const struct sx_bmap_irec *irec);
+int sx_bmap_map_later(struct sx_trans *tp, struct sx_inode *ip, const struct sx_bmap_irec *irec);
 
 /**
  * sx_bmap_swap_map_later() / sx_bmap_swap_unmap_later() - queue a swap's
