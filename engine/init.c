@@ -52,9 +52,13 @@ SX_API const char *sx_version(void)
 	return SX_LIB_VERSION;
 }
 
-/* Forget the types again; no mount may be left. */
+/*
+ * Forget the types again; no mount may be left.  Also wait for the RCU
+ * callbacks of inodes unmount freed: the module's code must outlive them.
+ */
 SX_API void sx_exit(void)
 {
+	sx_rcu_barrier();
 	sx_mutex_lock(&sx_init_lock);
 	if (sx_initialised) {
 		sx_swap_host_unregister();
