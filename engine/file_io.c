@@ -14,7 +14,11 @@
  *    freed since the last force, before data goes into new blocks (else a
  *    crash could give the block back to its old owner with our data in it).
  *  - Shared blocks are never written in place: sx_reflink_cow() gives the
- *    file its own copies first.
+ *    file its own copies first.  Nor are blocks whose other owners let go
+ *    of them in a transaction that is not yet durable (a copy-on-write,
+ *    punch or clone over them in the other file): a crash would give the
+ *    block back to them with our data in it, so
+ *    sx_refcount_unshare_barrier() forces the log first.
  *  - A file's size changes in the transaction that maps the blocks a write
  *    extends it with, so a crash leaves a prefix of the write.  Blocks past
  *    EOF can outlive a crash (a truncate's chain of unmaps, a fallocate that
@@ -360,7 +364,8 @@ out_cancel:
 /*
  * If any block of the mapped file blocks [@fb, +@nb) (inside mapping
  * @irec) is shared, give the file its own copies first.  *@cowed is set
- * if the mapping changed.
+ * if the mapping changed.  If none is, the caller writes them in place:
+ * first the change that took their last other owner away must be durable.
  */
 static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 fb, u64 nb,
 			 bool *cowed)
@@ -368,16 +373,17 @@ static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 
 	struct sx_mount *mp = io->io_mp;
 	struct sx_inode *ip = io->io_ip;
 	struct sx_trans *tp;
-	u64 sbno, slen, n = 0;
+	u64 bno = irec->br_startblock + (fb - irec->br_startoff), sbno, slen, n = 0;
 	int error;
 
 	*cowed = false;
 	if (!(ip->i_flags & SX_DIFLAG_REFLINK))
 		return 0;
-	error = sx_refcount_find_shared(mp, NULL, irec->br_startblock + (fb - irec->br_startoff),
-					nb, &sbno, &slen);
-	if (error || slen == 0)
+	error = sx_refcount_find_shared(mp, NULL, bno, nb, &sbno, &slen);
+	if (error)
 		return error;
+	if (slen == 0)
+		return sx_refcount_unshare_barrier(mp, bno, nb);
 	error = sx_io_trans(io, sx_reflink_cow_res_bytes(mp, ip), 0, &tp);
 	if (error)
 		return error;

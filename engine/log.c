@@ -384,6 +384,7 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 	ASSERT(log->l_grant >= res_blocks);
 	log->l_grant -= res_blocks;
 	log->l_stats.ls_trans++;
+	log->l_commit_seq++;
 	sx_cond_broadcast(&log->l_space);
 	sx_mutex_unlock(&log->l_lock);
 	sx_free(spare);
@@ -520,14 +521,17 @@ static int sx_log_write_epoch(struct sx_mount *mp)
 /*
  * Complete the groups a force took, after their records are durable (or
  * after @error: then nothing of them is in the log and the mount is down).
+ * @seq is the commit count when it took them: all those are durable now.
  */
-static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, int error)
+static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq, int error)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list *gpos, *gn, *pos, *n;
 	u32 i;
 
 	sx_mutex_lock(&log->l_lock);
+	if (!error && seq > log->l_durable_seq)
+		log->l_durable_seq = seq;
 	sx_list_for_each_safe(gpos, gn, groups) {
 		struct sx_cil_group *g = sx_list_entry(gpos, struct sx_cil_group, g_list);
 
@@ -590,14 +594,20 @@ static int sx_log_force_locked(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list groups, *pos;
+	u64 seq;
 	int error = 0;
 
 	sx_list_init(&groups);
 	sx_mutex_lock(&log->l_lock);
 	sx_cil_take(log, &groups);
+	seq = log->l_commit_seq;
 	sx_mutex_unlock(&log->l_lock);
-	if (sx_list_empty(&groups))
-		return sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp);
+	if (sx_list_empty(&groups)) {
+		/* the forces before this one took them all, and none failed */
+		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp);
+		sx_log_complete(mp, &groups, seq, error);
+		return error;
+	}
 	if (sx_is_shutdown(mp)) {
 		error = -EIO;
 		goto out_complete;
@@ -637,8 +647,32 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	if (!error)
 		log->l_stats.ls_forces++;
 out_complete:
-	sx_log_complete(mp, &groups, error);
+	sx_log_complete(mp, &groups, seq, error);
 	return error;
+}
+
+/* How many transactions were queued so far. */
+u64 sx_log_commit_seq(struct sx_mount *mp)
+{
+	struct sx_log *log = mp->m_log;
+	u64 seq;
+
+	sx_mutex_lock(&log->l_lock);
+	seq = log->l_commit_seq;
+	sx_mutex_unlock(&log->l_lock);
+	return seq;
+}
+
+/* How many of them are durable: every one up to that count. */
+u64 sx_log_durable_seq(struct sx_mount *mp)
+{
+	struct sx_log *log = mp->m_log;
+	u64 seq;
+
+	sx_mutex_lock(&log->l_lock);
+	seq = log->l_durable_seq;
+	sx_mutex_unlock(&log->l_lock);
+	return seq;
 }
 
 /* Make every committed transaction durable. */

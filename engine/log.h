@@ -71,6 +71,15 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 int sx_log_force(struct sx_mount *mp);
 
 /**
+ * sx_log_commit_seq() - how many transactions were queued so far: one
+ * that committed before the call is durable once sx_log_durable_seq()
+ * reaches the value returned
+ */
+u64 sx_log_commit_seq(struct sx_mount *mp);
+/** sx_log_durable_seq() - the queued transactions the log made durable, counted from mount */
+u64 sx_log_durable_seq(struct sx_mount *mp);
+
+/**
  * sx_log_data_written() - file data was written in place; the next force
  * flushes the device before it writes any record (data before metadata)
  */

@@ -15,6 +15,7 @@
 #include "defer.h"
 #include "item_efi.h"
 #include "reflink.h"
+#include "refcount.h"
 #include "swap_host.h"
 #include "dev.h"
 #include "log_recover.h"
@@ -25,6 +26,7 @@ static void sx_mount_free(struct sx_mount *mp)
 	sx_files_destroy(mp);
 	sx_icache_destroy(mp);
 	sx_alloc_destroy(mp);
+	sx_refcount_unshared_destroy(mp);
 	sx_log_destroy(mp);
 	sx_bcache_destroy(mp);
 	sx_mutex_destroy(&mp->m_sb_lock);
@@ -84,6 +86,9 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		goto out_free;
 	}
 	error = sx_bcache_init(mp, opts->mo_bcache_max);
+	if (error)
+		goto out_free;
+	error = sx_refcount_unshared_init(mp);
 	if (error)
 		goto out_free;
 

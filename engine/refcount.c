@@ -32,10 +32,212 @@
 #include "alloc.h"
 #include "inode.h"
 #include "fsinfo.h"
+#include "log.h"
 #include "mount.h"
 
 /* B+tree changes one step makes at most. */
 #define SX_REFC_STEP_OPS	3
+
+/*
+ * The blocks that decreases left with one owner and whose change the log
+ * may not have made durable yet: a few extents, each with the transaction
+ * that made it and, once that one is queued to the log, the commit count
+ * the log's durable count must reach (sx_log_durable_seq()).  XFS keeps
+ * freed extents busy for a like reason.
+ *
+ * A transaction that changes the tree holds the fsinfo block until it
+ * commits, and stamps its extents before it lets go of it.  So whoever
+ * holds that block sees every extent unstamped but its own from a
+ * transaction that was cancelled; and a barrier, which comes after
+ * sx_refcount_find_shared() took the block and saw its blocks with one
+ * owner, finds the extents that concern them stamped.
+ */
+#define SX_UNSHARED_MAX		32
+
+struct sx_unshared_ext {
+	u64	ue_bno;
+	u64	ue_len;
+	u64	ue_tid;
+	u64	ue_seq;		/* 0 until the transaction is queued */
+};
+
+struct sx_refc_unshared {
+	struct sx_mutex		ru_lock;
+	struct sx_atomic	ru_count;	/* ru_n, for a look without the lock */
+	u32			ru_n;
+	struct sx_unshared_ext	ru_ext[SX_UNSHARED_MAX];
+};
+
+int sx_refcount_unshared_init(struct sx_mount *mp)
+{
+	struct sx_refc_unshared *ru = sx_zalloc(sizeof(*ru), 0);
+
+	if (!ru)
+		return -ENOMEM;
+	sx_mutex_init(&ru->ru_lock);
+	mp->m_unshared = ru;
+	return 0;
+}
+
+void sx_refcount_unshared_destroy(struct sx_mount *mp)
+{
+	struct sx_refc_unshared *ru = mp->m_unshared;
+
+	if (!ru)
+		return;
+	sx_mutex_destroy(&ru->ru_lock);
+	sx_free(ru);
+	mp->m_unshared = NULL;
+}
+
+/* Forget extent @i (lock held). */
+static void sx_unshared_del(struct sx_refc_unshared *ru, u32 i)
+{
+	ru->ru_ext[i] = ru->ru_ext[--ru->ru_n];
+}
+
+/* Widen @to to cover @e too. */
+static void sx_unshared_fold(struct sx_unshared_ext *to, const struct sx_unshared_ext *e)
+{
+	u64 end = sx_max(to->ue_bno + to->ue_len, e->ue_bno + e->ue_len);
+
+	to->ue_bno = sx_min(to->ue_bno, e->ue_bno);
+	to->ue_len = end - to->ue_bno;
+	to->ue_seq = sx_max(to->ue_seq, e->ue_seq);
+}
+
+/*
+ * Make room for an extent of transaction @tid, which holds the fsinfo
+ * block (lock held): forget what is durable and what cancelled
+ * transactions left; if that is not enough, fold the stamped extents into
+ * one and @tid's into another.  Folding only ever widens what waits.
+ */
+static void sx_unshared_make_room(struct sx_mount *mp, struct sx_refc_unshared *ru, u64 tid)
+{
+	struct sx_unshared_ext done, mine;
+	bool have_done = false, have_mine = false;
+	u64 durable = sx_log_durable_seq(mp);
+	u32 i;
+
+	for (i = 0; i < ru->ru_n;) {
+		struct sx_unshared_ext *e = &ru->ru_ext[i];
+
+		if (e->ue_seq ? e->ue_seq <= durable : e->ue_tid != tid)
+			sx_unshared_del(ru, i);
+		else
+			i++;
+	}
+	if (ru->ru_n < SX_UNSHARED_MAX)
+		return;
+	for (i = 0; i < ru->ru_n; i++) {
+		struct sx_unshared_ext *e = &ru->ru_ext[i];
+
+		if (e->ue_seq) {
+			if (have_done)
+				sx_unshared_fold(&done, e);
+			else
+				done = *e;
+			have_done = true;
+		} else {
+			if (have_mine)
+				sx_unshared_fold(&mine, e);
+			else
+				mine = *e;
+			have_mine = true;
+		}
+	}
+	ru->ru_n = 0;
+	if (have_done)
+		ru->ru_ext[ru->ru_n++] = done;
+	if (have_mine)
+		ru->ru_ext[ru->ru_n++] = mine;
+}
+
+/* [@bno, +@len) was left with one owner by @tp, which holds the fsinfo block. */
+static void sx_unshared_add(struct sx_trans *tp, u64 bno, u64 len)
+{
+	struct sx_refc_unshared *ru = tp->t_mp->m_unshared;
+	struct sx_unshared_ext *e;
+	u32 i;
+
+	/* offline and test mounts that never write have no record */
+	if (!ru)
+		return;
+	tp->t_flags |= SX_TRANS_UNSHARED;
+	sx_mutex_lock(&ru->ru_lock);
+	for (i = 0; i < ru->ru_n; i++) {
+		e = &ru->ru_ext[i];
+		/* the steps of one decrease come one after the other */
+		if (!e->ue_seq && e->ue_tid == tp->t_tid &&
+		    e->ue_bno <= bno + len && bno <= e->ue_bno + e->ue_len) {
+			struct sx_unshared_ext n = { .ue_bno = bno, .ue_len = len };
+
+			sx_unshared_fold(e, &n);
+			goto out;
+		}
+	}
+	if (ru->ru_n == SX_UNSHARED_MAX)
+		sx_unshared_make_room(tp->t_mp, ru, tp->t_tid);
+	e = &ru->ru_ext[ru->ru_n++];
+	e->ue_bno = bno;
+	e->ue_len = len;
+	e->ue_tid = tp->t_tid;
+	e->ue_seq = 0;
+out:
+	sx_atomic_set(&ru->ru_count, (s32)ru->ru_n);
+	sx_mutex_unlock(&ru->ru_lock);
+}
+
+void sx_refcount_unshared_commit(struct sx_mount *mp, u64 tid)
+{
+	struct sx_refc_unshared *ru = mp->m_unshared;
+	u64 seq;
+	u32 i;
+
+	if (!ru)
+		return;
+	/* read after the commit: this transaction is counted in it */
+	seq = sx_log_commit_seq(mp);
+	sx_mutex_lock(&ru->ru_lock);
+	for (i = 0; i < ru->ru_n; i++)
+		if (!ru->ru_ext[i].ue_seq && ru->ru_ext[i].ue_tid == tid)
+			ru->ru_ext[i].ue_seq = seq;
+	sx_mutex_unlock(&ru->ru_lock);
+}
+
+/*
+ * Extents not yet stamped are ignored: they belong to a transaction that
+ * was cancelled, or to one still running, which cannot be taking an owner
+ * away from blocks that had one already when the caller looked.
+ */
+int sx_refcount_unshare_barrier(struct sx_mount *mp, u64 bno, u64 len)
+{
+	struct sx_refc_unshared *ru = mp->m_unshared;
+	u64 durable, wait = 0;
+	u32 i;
+
+	if (!ru || !sx_atomic_read(&ru->ru_count))
+		return 0;
+	durable = sx_log_durable_seq(mp);
+	sx_mutex_lock(&ru->ru_lock);
+	for (i = 0; i < ru->ru_n;) {
+		struct sx_unshared_ext *e = &ru->ru_ext[i];
+
+		if (e->ue_seq && e->ue_seq <= durable) {
+			sx_unshared_del(ru, i);
+			continue;
+		}
+		if (e->ue_seq && e->ue_bno < bno + len && bno < e->ue_bno + e->ue_len)
+			wait = sx_max(wait, e->ue_seq);
+		i++;
+	}
+	sx_atomic_set(&ru->ru_count, (s32)ru->ru_n);
+	sx_mutex_unlock(&ru->ru_lock);
+	if (!wait)
+		return 0;
+	/* the force takes every transaction queued so far: @wait among them */
+	return sx_log_force(mp);
+}
 
 /* A record in host byte order. */
 struct sx_refc_irec {
@@ -371,8 +573,10 @@ static int sx_refc_step(struct sx_trans *tp, struct sx_btree_cur *cur, u64 bno, 
 				return error;
 		}
 		/* a piece down to one owner needs no record */
-		if (n < 2)
+		if (n < 2) {
+			sx_unshared_add(tp, bno, e - bno);
 			return 0;
+		}
 		return sx_refc_store(cur, &piece, e == end);
 	}
 

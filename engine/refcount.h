@@ -57,4 +57,30 @@ int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count);
 /** sx_refcount_res_bytes() - log bytes of one increase or decrease step */
 u32 sx_refcount_res_bytes(const struct sx_mount *mp);
 
+/*
+ * Blocks a decrease left with one owner, until the log makes that durable.
+ * A write into a block its file owns alone goes in place; were the change
+ * that took the other owner away lost in a crash, that owner would map the
+ * block again and read what was written into it.
+ */
+
+/** sx_refcount_unshared_init() / _destroy() - the mount's record of such blocks */
+int sx_refcount_unshared_init(struct sx_mount *mp);
+void sx_refcount_unshared_destroy(struct sx_mount *mp);
+
+/**
+ * sx_refcount_unshared_commit() - transaction @tid, which left blocks with
+ * one owner (SX_TRANS_UNSHARED), is queued to the log; call it before the
+ * transaction's buffers are released
+ */
+void sx_refcount_unshared_commit(struct sx_mount *mp, u64 tid);
+
+/**
+ * sx_refcount_unshare_barrier() - before file data is written in place
+ * into [@bno, +@len), which its file owns alone (sx_refcount_find_shared()
+ * said so): force the log if a transaction that left any of those blocks
+ * with one owner may not be durable yet
+ */
+int sx_refcount_unshare_barrier(struct sx_mount *mp, u64 bno, u64 len);
+
 #endif /* SX_REFCOUNT_H */

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "log.h"
 #include "item.h"
+#include "refcount.h"
 #include "mount.h"
 #include "dev.h"
 #include "log_cil.h"
@@ -585,6 +586,9 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
 			sx_force_shutdown(mp, error, "a transaction could not be queued to the log");
 			goto out_cancel;
 		}
+		/* before the refcount tree's lock goes with the buffers */
+		if (tp->t_flags & SX_TRANS_UNSHARED)
+			sx_refcount_unshared_commit(mp, tp->t_tid);
 	} else {
 		sx_log_unreserve(mp, tp->t_res_blocks);
 	}

@@ -20,6 +20,7 @@ struct sx_buf_ops;
 enum {
 	SX_TRANS_SYNC	= (1u << 0),	/* force the log at commit */
 	SX_TRANS_DIRTY	= (1u << 1),	/* something was logged */
+	SX_TRANS_UNSHARED = (1u << 2),	/* left blocks with one owner (refcount.c) */
 };
 
 struct sx_trans_item {

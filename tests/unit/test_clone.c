@@ -5,7 +5,9 @@
  * REFLINK flag, refcounts, blocks freed from the destination), every error
  * (alignment, overlap, EOF, bad descriptors, immutable, append-only and
  * swap files), copy-on-write (writing either file never changes the other),
- * unlinking either side, persistence, and the checker clean after each case.
+ * unlinking either side, persistence, a power cut after one file lets go
+ * of blocks the other then overwrites, and the checker clean after each
+ * case.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -384,6 +386,120 @@ static void test_clone_persist(void **state)
 	assert_int_equal(sx_close(mp, b), 0);
 }
 
+/* The ways a file can stop sharing its blocks with another one. */
+enum unshare_how {
+	UNSHARE_COW,		/* the other file writes its copy (copy-on-write) */
+	UNSHARE_PUNCH,		/* the other file punches its copy away */
+	UNSHARE_CLONE_OVER,	/* another file's blocks are cloned over the copy */
+};
+
+/*
+ * a and b share 4 blocks, durably.  Then b lets go of them (@how), which
+ * leaves a their sole owner, and a overwrites them in place; the power
+ * goes before anything forces the log, with every volatile write kept.
+ * b's change may be lost, but b must never read a's new bytes: an
+ * overwrite in place must not reach the disk before the change that made
+ * the blocks a's alone.
+ */
+static void unshare_then_crash(enum unshare_how how)
+{
+	struct sx_bdev *cbd;
+	struct sx_crashdev *cd;
+	int a, b, c;
+
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sx_crashdev_create(bd, 1, &cbd, &cd), 0);
+	mp = sxt_mount(cbd);
+	a = mk("a");
+	b = mk("b");
+	c = mk("c");
+	put(a, 0, 4 * BS, 1);
+	put(c, 0, 4 * BS, 2);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	switch (how) {
+	case UNSHARE_COW:
+		put(b, 0, 4 * BS, 3);
+		break;
+	case UNSHARE_PUNCH:
+		assert_int_equal(sx_punch(mp, b, 0, 4 * BS), 0);
+		break;
+	case UNSHARE_CLONE_OVER:
+		assert_int_equal(sx_clone_range(mp, b, 0, c, 0, 4 * BS), 0);
+		break;
+	}
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	put(a, 0, 4 * BS, 4);
+	sx_crashdev_cut_now(cd, SX_CRASH_KEEP);
+	sx_unmount(mp);
+	sx_bdev_destroy(cbd);
+
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_open(mp, "a", &a), 0);
+	assert_int_equal(sx_open(mp, "b", &b), 0);
+	assert_true(holds(a, 0, 4 * BS, 1) || holds(a, 0, 4 * BS, 4));
+	switch (how) {
+	case UNSHARE_COW:
+		assert_true(holds(b, 0, 4 * BS, 1) || holds(b, 0, 4 * BS, 3));
+		break;
+	case UNSHARE_PUNCH:
+		assert_true(holds(b, 0, 4 * BS, 1) || holds(b, 0, 4 * BS, 0));
+		break;
+	case UNSHARE_CLONE_OVER:
+		assert_true(holds(b, 0, 4 * BS, 1) || holds(b, 0, 4 * BS, 2));
+		break;
+	}
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+static void test_clone_crash_unshare_cow(void **state)
+{
+	unshare_then_crash(UNSHARE_COW);
+}
+
+static void test_clone_crash_unshare_punch(void **state)
+{
+	unshare_then_crash(UNSHARE_PUNCH);
+}
+
+static void test_clone_crash_unshare_clone_over(void **state)
+{
+	unshare_then_crash(UNSHARE_CLONE_OVER);
+}
+
+/*
+ * Only blocks that lost an owner since the last log force make an
+ * overwrite in place wait for the log: writing again into the new blocks
+ * copy-on-write gave b, or into a's blocks that were never shared, forces
+ * nothing.
+ */
+static void test_clone_cow_no_force(void **state)
+{
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), b = mk("b");
+
+	put(a, 0, 8 * BS, 1);
+	assert_int_equal(sx_clone_range(mp, b, 0, a, 0, 4 * BS), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	put(b, 0, 4 * BS, 2);
+	sx_log_get_stats(mp, &st0);
+	put(b, 0, 4 * BS, 3);
+	put(a, 4 * BS, 4 * BS, 4);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces);
+	/* a's first 4 blocks lost their other owner: that one waits */
+	put(a, 0, BS, 5);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces + 1);
+	assert_true(holds(b, 0, 4 * BS, 3));
+	assert_true(holds(a, 0, BS, 5));
+	assert_true(holds(a, BS, 3 * BS, 1));
+	assert_true(holds(a, 4 * BS, 4 * BS, 4));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
 /* Many clone ranges and writes at random against a model of both files. */
 static void test_clone_random(void **state)
 {
@@ -467,6 +583,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clone_unlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_random, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_crash_unshare_cow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_crash_unshare_punch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_crash_unshare_clone_over, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_clone_cow_no_force, setup, teardown),
 	};
 
 	sxt_quiet();
