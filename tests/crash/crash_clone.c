@@ -11,9 +11,10 @@
  * mappings, nothing leaked, nothing owned twice, no unfinished intent), a
  * second recovery changes nothing, and every file is in a state between the
  * last durable and the last committed one: its size is one of theirs and
- * each sector holds what one of those states held there, or zeroes where a
- * clone in that window was replacing it (a clone is a chain per piece, and
- * its destination piece is a hole between its unmap and its map).
+ * each sector holds, up to that size, what one of those states held there,
+ * or zeroes where a clone in that window was replacing it (a clone is a
+ * chain per piece, and its destination piece is a hole between its unmap
+ * and its map).
  *
  * SX_CRASH_LEVEL=quick samples every 5th write; long runs more seeds.
  */
@@ -196,13 +197,20 @@ static void workload(struct sx_bdev *bd, u64 seed, struct run *r)
 		r->error = error;
 }
 
-/* True if sector @k of file @f may hold @got after a crash in the window of @r. */
-static bool sector_ok(const struct run *r, int f, u64 k, const u8 *got, bool zero)
+/*
+ * True if sector @k of file @f may hold @got after a crash in the window of
+ * @r.  Only its first @n bytes are the file's: the recovered size may end
+ * inside it, and bytes past EOF are not contents.  They must not count: a
+ * write that overwrites the EOF block in place and extends the file leaves,
+ * when its size change is lost, the new bytes below the old EOF (a prefix
+ * of the write), while the state that wrote them also has bytes past it.
+ */
+static bool sector_ok(const struct run *r, int f, u64 k, const u8 *got, u32 n, bool zero)
 {
 	int j;
 
 	for (j = r->ndurable; j <= r->ncommitted; j++)
-		if (!memcmp(got, &r->st[j].data[f][k * SECT], SECT))
+		if (!memcmp(got, &r->st[j].data[f][k * SECT], n))
 			return true;
 	if (!zero)
 		return false;
@@ -246,9 +254,10 @@ static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
 		memset(buf + stt.st_size, 0, FBYTES - stt.st_size);
 		for (k = 0; k < sx_howmany(stt.st_size, SECT); k++) {
 			const u8 *got = buf + k * SECT;
-			bool zero = !memcmp(got, zeroes, SECT);
+			u32 n = (u32)sx_min((u64)SECT, (u64)stt.st_size - k * SECT);
+			bool zero = !memcmp(got, zeroes, n);
 
-			CHECK(sector_ok(r, f, k, got, zero || gone_ok), "%s: %s sector %llu "
+			CHECK(sector_ok(r, f, k, got, n, zero || gone_ok), "%s: %s sector %llu "
 			      "matches no state in [%d, %d]", what, names[f],
 			      (unsigned long long)k, r->ndurable, r->ncommitted);
 		}
