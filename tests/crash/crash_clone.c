@@ -283,8 +283,7 @@ static void check_report(void *arg, const char *fmt, ...)
 static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
 	struct sx_mount *mp;
-	struct sx_bdev *once;
-	u64 problems = 0;
+	u64 problems = 0, once;
 	int error, ok;
 
 	error = sx_mount(bd, NULL, &mp);
@@ -297,13 +296,13 @@ static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const cha
 	error = sx_check(bd, check_report, NULL, &problems);
 	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
 	      (unsigned long long)problems);
-	once = sxt_bdev_copy(bd);
+	/* a digest, not a copy: every seed that ever failed runs by default */
+	once = sxt_bdev_digest(bd);
 	error = sx_mount(bd, NULL, &mp);
 	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
 	error = sx_unmount(mp);
 	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
+	CHECK(sxt_bdev_digest(bd) == once, "%s: second recovery changed the image", what);
 	return 0;
 }
 
@@ -336,7 +335,23 @@ int main(void)
 {
 	const char *lv = getenv("SX_CRASH_LEVEL");
 	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
-	static const u64 fixed[3] = { 11, 12, 13 };
+	/*
+	 * Every seed that ever failed runs at every level, after 11; 12 and
+	 * 13 only with SX_CRASH_LEVEL=long.
+	 */
+	static const u64 fixed[] = {
+		11,
+		/* the model compared bytes past the recovered EOF (sector_ok()) */
+		11335911560212073151ull,
+		2161859519267647262ull,
+		/*
+		 * that too, and an in-place write into a block whose unshare
+		 * (the other file's copy-on-write) was not durable, which a
+		 * crash gave back to both files (sx_refcount_unshare_barrier())
+		 */
+		2987835946930191577ull,
+		12, 13,
+	};
 	const u64 *seeds;
 	u64 nseeds, s, w, step;
 	static struct run r;
@@ -348,7 +363,8 @@ int main(void)
 	else if (lv && !strcmp(lv, "long"))
 		level = 2;
 	step = level == 0 ? 5 : 1;
-	nseeds = sxt_seeds("crash_clone", fixed, level >= 2 ? 3 : 1, &seeds);
+	nseeds = sxt_seeds("crash_clone", fixed, level >= 2 ? sizeof(fixed) / sizeof(fixed[0]) : 4,
+			   &seeds);
 
 	sx_thread_enter();
 	sxt_quiet();
