@@ -6,8 +6,8 @@
  * (alignment, overlap, EOF, bad descriptors, immutable, append-only and
  * swap files), copy-on-write (writing either file never changes the other),
  * unlinking either side, persistence, a power cut after one file lets go
- * of blocks the other then overwrites, and the checker clean after each
- * case.
+ * of blocks the other then overwrites (at one write, and at every write of
+ * the sequence), and the checker clean after each case.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,16 +58,24 @@ static u8 pat(u64 seed, u64 off)
 	return (u8)(x >> (off % 8 * 8));
 }
 
-/* Write @len bytes of pattern @seed at @off. */
-static void put(int fd, u64 off, u64 len, u64 seed)
+/* Write @len bytes of pattern @seed at @off: 0 or the write's error. */
+static int put_err(int fd, u64 off, u64 len, u64 seed)
 {
 	u8 *buf = malloc(len);
+	s64 n;
 	u64 i;
 
 	for (i = 0; i < len; i++)
 		buf[i] = pat(seed, off + i);
-	assert_int_equal(sx_pwrite(mp, fd, buf, len, off), (s64)len);
+	n = sx_pwrite(mp, fd, buf, len, off);
 	free(buf);
+	return n < 0 ? (int)n : (n == (s64)len ? 0 : -EIO);
+}
+
+/* Write @len bytes of pattern @seed at @off. */
+static void put(int fd, u64 off, u64 len, u64 seed)
+{
+	assert_int_equal(put_err(fd, off, len, seed), 0);
 }
 
 /* [@off, +@len) of @fd holds what put(@seed) wrote at @src (0: zeroes). */
@@ -571,6 +579,98 @@ static void test_clone_random(void **state)
 	free(buf);
 }
 
+/* Each 512-byte sector of [@off, +@len) of @fd holds pattern @s1 or @s2. */
+static bool holds_either(int fd, u64 off, u64 len, u64 s1, u64 s2)
+{
+	u64 k;
+
+	for (k = off; k < off + len; k += 512)
+		if (!holds(fd, k, 512, s1) && !holds(fd, k, 512, s2))
+			return false;
+	return true;
+}
+
+/*
+ * Copy-on-write of b's block 1 leaves a's block 1 with one owner, in a
+ * transaction that is not durable yet; then a overwrites that block in
+ * place.  The overwrite must wait until the unshare is durable: a crash
+ * before would give the block back to both files, with a's new data in it,
+ * and b's contents, durable since the clone, would be lost (found by
+ * crash_clone seed 2987835946930191577).  The power is cut at every write,
+ * kept, dropped and torn; b must always read as the clone left it, or with
+ * its own write.
+ */
+static void test_clone_unshare_crash(void **state)
+{
+	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	struct sx_crashdev_stats st;
+	struct sx_crashdev *cd;
+	struct sx_bdev *img, *cbd;
+	u64 w, nwrites = 0, points = 0, problems;
+	int a = mk("a"), b = mk("b"), m, error, error2;
+
+	put(a, 0, 4 * BS, 21);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	for (w = 0; w == 0 || w <= nwrites; w++) {
+		for (m = 0; m < 3; m++) {
+			img = sxt_bdev_copy(bd);
+			assert_int_equal(sx_crashdev_create(img, w * 3 + m, &cbd, &cd), 0);
+			if (w)
+				sx_crashdev_cut_at_write(cd, w, modes[m]);
+			mp = NULL;
+			error = sx_mount(cbd, NULL, &mp);
+			if (error)
+				mp = NULL;
+			if (!error)
+				error = sx_open(mp, "a", &a);
+			if (!error)
+				error = sx_open(mp, "b", &b);
+			if (!error)
+				error = put_err(b, BS + 100, 50, 22);
+			if (!error)
+				error = put_err(a, BS, BS, 23);
+			if (mp) {
+				error2 = sx_unmount(mp);
+				if (!error)
+					error = error2;
+			}
+			sx_crashdev_get_stats(cd, &st);
+			sx_bdev_destroy(cbd);
+			if (!w) {
+				assert_int_equal(error, 0);
+				nwrites = st.cs_writes;
+			} else {
+				assert_true(error != 0);
+			}
+			mp = sxt_mount(img);
+			assert_int_equal(sx_open(mp, "a", &a), 0);
+			assert_int_equal(sx_open(mp, "b", &b), 0);
+			assert_true(holds(b, 0, BS + 100, 21));
+			/* (one sector: b's write is there whole or not at all) */
+			assert_true(holds(b, BS + 100, 50, 21) || holds(b, BS + 100, 50, 22));
+			assert_true(holds(b, BS + 150, 3 * BS - 150, 21));
+			assert_true(holds(a, 0, BS, 21));
+			assert_true(holds_either(a, BS, BS, 21, 23));
+			assert_true(holds(a, 2 * BS, 2 * BS, 21));
+			assert_int_equal(sx_close(mp, a), 0);
+			assert_int_equal(sx_close(mp, b), 0);
+			assert_int_equal(sx_unmount(mp), 0);
+			problems = 1;
+			assert_int_equal(sx_check(img, NULL, NULL, &problems), 0);
+			assert_int_equal(problems, 0);
+			sx_bdev_destroy(img);
+			points++;
+			if (!w)
+				break;
+		}
+	}
+	assert_true(points >= 10);
+	mp = sxt_mount(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +688,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clone_crash_unshare_clone_over, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow_no_force, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_unshare_crash, setup, teardown),
 	};
 
 	sxt_quiet();
