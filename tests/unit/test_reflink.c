@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Clone tests through the public file API: FICLONE and FICLONERANGE
- * semantics (what is shared, holes and unwritten extents, sizes, the
- * REFLINK flag, refcounts, blocks freed from the destination), every error
- * (alignment, overlap, EOF, bad descriptors, immutable, append-only and
- * swap files), copy-on-write (writing either file never changes the other),
- * unlinking either side, persistence, and the checker clean after each case.
+ * Clone tests (engine/reflink.c) through the public file API: FICLONE and
+ * FICLONERANGE semantics (what is shared, holes and unwritten extents,
+ * sizes, the REFLINK flag, refcounts, blocks freed from the destination),
+ * every error (alignment, overlap, EOF, bad descriptors, immutable,
+ * append-only and swap files), copy-on-write (writing either file never
+ * changes the other), unlinking either side, persistence, and the checker
+ * clean after each case.
  */
 #include <stdarg.h>
 #include <stddef.h>
