@@ -105,7 +105,7 @@ BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
-CORE_TESTS	:= test_swap_core test_swaprange test_swap_prep
+CORE_TESTS	:= test_swap_core test_swaprange
 
 OBJ		:= $(BUILD)/obj
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(OBJ)/%.o)

@@ -43,14 +43,4 @@ void sxs_model_swap(struct sxs_file *f1, u64 o1, struct sxs_file *f2, u64 o2, u6
 int sxs_swap(struct sx_mount *mp, struct sxs_file *f1, u64 o1, struct sxs_file *f2, u64 o2,
 	     u64 len, u64 flags);
 
-/*
- * sxs_recover_verify() - the checks after a power cut: mount @bd (recovery),
- * @files_ok(@mp, @arg, @what) on what it shows, unmount, the checker clean,
- * and a second mount and unmount that change no byte of the image.
- * Failures are printed with @what; returns 0 or -1.
- */
-int sxs_recover_verify(struct sx_bdev *bd,
-		       int (*files_ok)(struct sx_mount *mp, const void *arg, const char *what),
-		       const void *arg, const char *what);
-
 #endif /* SXSWAP_H */
