@@ -868,6 +868,10 @@ SX_API int sx_check_flags(struct sx_bdev *bd, u32 flags, sx_report_fn report, vo
 		*problems = 0;
 	if (!bd || !bd->bd_ops || !bd->bd_ops->read)
 		return -EINVAL;
+	/* the log's items are judged by the registry, which a mount fills */
+	error = sx_init();
+	if (error)
+		return error;
 	memset(&ck, 0, sizeof(ck));
 	ck.ck_bd = bd;
 	ck.ck_report = report;

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Trust between structures: metadata whose checksums are right but whose
+ * contents disagree with another structure must be refused, not spread.
+ * Each damaged image is built in memory with the engine and then edited
+ * the way a forger with a hex editor would: bytes changed, the block's CRC
+ * (or the log record's CRC and the chain after it) made right again.
+ *
+ * Most cases start from one image: two files of NEXT single-block extents
+ * (so both forks are B+trees) on a filesystem with atomic_swap, and a
+ * whole-file swap of them cut by a power loss halfway, one transaction per
+ * log record, which leaves an unfinished SXI and its B+tree changes in the
+ * log.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sxswap.h"
+#include "sxtext.h"
+#include "log_recover.h"
+#include "check.h"
+#include "sb.h"
+
+#define MIB		(1ull << 20)
+#define BS		1024u
+#define IMG		(32 * MIB)
+#define NEXT		200u
+
+/* Clean image with files "a" and "b" of NEXT extents each. */
+static struct sx_bdev *swap_base;
+/* The device writes of a swap of "a" and "b" on swap_base: (w0, w1]. */
+static u64 swap_w0, swap_w1;
+
+static const struct sx_mount_opts log_each = { .mo_flags = SX_MOUNT_LOG_EACH };
+
+/* Fill block @blk of @fd with @tag. */
+static void put_tag(struct sx_mount *mp, int fd, u64 blk, u64 tag)
+{
+	u64 buf[BS / 8];
+	u32 i;
+
+	for (i = 0; i < BS / 8; i++)
+		buf[i] = tag;
+	assert_int_equal(sx_pwrite(mp, fd, buf, BS, blk * BS), (s64)BS);
+}
+
+/* Swap the whole of "a" and "b"; the error, if any. */
+static int swap_ab(struct sx_mount *mp)
+{
+	struct file_swap_range fsr;
+	int a, b, error;
+
+	assert_int_equal(sx_open(mp, "a", &a), 0);
+	assert_int_equal(sx_open(mp, "b", &b), 0);
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.file1_fd = a;
+	fsr.length = (u64)NEXT * BS;
+	error = sx_swap_file_range(mp, b, &fsr);
+	if (!error)
+		error = sx_sync(mp);
+	sx_close(mp, a);
+	sx_close(mp, b);
+	return error;
+}
+
+/* Build swap_base and count the writes of a swap on it (once per run). */
+static void build_swap_base(void)
+{
+	struct sx_crashdev_stats st0, st1;
+	struct sx_bdev *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_mount *mp;
+	int a, b;
+	u64 i;
+
+	if (swap_base)
+		return;
+	swap_base = sxs_mkimg(IMG, BS, 4096, true);
+	mp = sxt_mount(swap_base);
+	assert_int_equal(sx_create(mp, "a", 0644, &a), 0);
+	assert_int_equal(sx_create(mp, "b", 0644, &b), 0);
+	/* interleaved, so that no two blocks of one file touch */
+	for (i = 0; i < NEXT; i++) {
+		put_tag(mp, a, i, sxs_tag(0, i, 1));
+		put_tag(mp, b, i, sxs_tag(1, i, 1));
+	}
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+
+	img = sxt_bdev_copy(swap_base);
+	assert_int_equal(sx_crashdev_create(img, 1, &cbd, &cd), 0);
+	assert_int_equal(sx_mount(cbd, &log_each, &mp), 0);
+	sx_crashdev_get_stats(cd, &st0);
+	assert_int_equal(swap_ab(mp), 0);
+	sx_crashdev_get_stats(cd, &st1);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(cbd);
+	sx_bdev_destroy(img);
+	swap_w0 = st0.cs_writes;
+	swap_w1 = st1.cs_writes;
+	assert_true(swap_w1 > swap_w0 + 16);
+}
+
+/* swap_base with the power cut (writes dropped) at the swap's middle write. */
+static struct sx_bdev *cut_swap(void)
+{
+	struct sx_bdev *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_mount *mp;
+	u64 w;
+
+	build_swap_base();
+	w = swap_w0 + (swap_w1 - swap_w0) / 2;
+	img = sxt_bdev_copy(swap_base);
+	assert_int_equal(sx_crashdev_create(img, 1, &cbd, &cd), 0);
+	assert_int_equal(sx_mount(cbd, &log_each, &mp), 0);
+	sx_crashdev_cut_at_write(cd, w, SX_CRASH_DROP);
+	assert_int_not_equal(swap_ab(mp), 0);
+	sx_unmount(mp);
+	sx_bdev_destroy(cbd);
+	return img;
+}
+
+/* What the valid log of an unmounted image holds. */
+struct log_ops {
+	u64	lo_head;		/* LSN after the valid log */
+	u32	lo_records;
+	u32	lo_sxi;			/* SXI ops */
+	u32	lo_nbuf;		/* BUF ops (not cancels), in log order: */
+	u64	lo_buf_blkno[4096];
+	u64	lo_buf_lsn[4096];	/* the record holding each */
+};
+
+static u64 scan_lsn;
+
+static int scan_op(void *arg, const struct sx_dlog_op *op, const void *payload)
+{
+	struct log_ops *lo = arg;
+	const struct sx_dlog_buf *lb = payload;
+
+	if (le16_to_cpu(op->lo_type) == SX_LOG_OP_SXI)
+		lo->lo_sxi++;
+	if (le16_to_cpu(op->lo_type) != SX_LOG_OP_BUF || (le32_to_cpu(lb->lb_flags) & SX_LB_CANCEL))
+		return 0;
+	assert_true(lo->lo_nbuf < ARRAY_SIZE(lo->lo_buf_blkno));
+	lo->lo_buf_blkno[lo->lo_nbuf] = le64_to_cpu(lb->lb_blkno);
+	lo->lo_buf_lsn[lo->lo_nbuf++] = scan_lsn;
+	return 0;
+}
+
+static int scan_rec(void *arg, const struct sx_log_scan_rec *r)
+{
+	struct log_ops *lo = arg;
+	const char *why;
+
+	lo->lo_records++;
+	scan_lsn = r->sr_lsn;
+	return sx_log_rec_walk_ops(r->sr_buf, r->sr_blocks * BS, scan_op, lo, &why);
+}
+
+/* Scan the log of @bd as recovery's first pass would. */
+static struct log_ops *scan_log(struct sx_bdev *bd)
+{
+	struct log_ops *lo = calloc(1, sizeof(*lo));
+	struct sx_mount *mp = sx_offline_mount_alloc(bd, "scan");
+	struct sx_log_scan scan;
+	struct sx_sb sb;
+
+	assert_non_null(lo);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	sx_offline_mount_set_sb(mp, &sb);
+	assert_int_equal(sx_log_scan(mp, scan_rec, lo, &scan), 0);
+	lo->lo_head = scan.sc_head;
+	sx_offline_mount_free(mp);
+	return lo;
+}
+
+/* Run the full checker; the problem count, the report in @r. */
+static u64 check(struct sx_bdev *bd, struct sxt_text *r)
+{
+	u64 problems = ~0ull;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(sx_check(bd, sxt_text_line, r, &problems), 0);
+	if (getenv("SX_TEST_VERBOSE"))
+		fputs(r->text, stderr);
+	return problems;
+}
+
+/*
+ * The checker and the log printer know every item type of the engine
+ * without a mount having registered them first: an unfinished SXI is
+ * printed as an intent and checked as one recovery will take.
+ */
+static void test_offline_item_types(void **state)
+{
+	struct sx_bdev *img = cut_swap();
+	struct log_ops *lo = scan_log(img);
+	struct sxt_text r;
+
+	assert_true(lo->lo_sxi > 0);
+	/* forget every registered type, as a fresh program that never mounted */
+	sx_exit();
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(sx_logprint(img, sxt_text_line, &r), 0);
+	if (getenv("SX_TEST_VERBOSE"))
+		fputs(r.text, stderr);
+	/* the swap core names it "swapext", and decodes it */
+	assert_true(sxt_text_has(&r, "swapext (0x16) tid 1: intent, id"));
+	assert_true(sxt_text_has(&r, "<-> ino2"));
+	assert_false(sxt_text_has(&r, "unregistered item"));
+	sxt_text_free(&r);
+
+	/* only "needs recovery": no op recovery would refuse */
+	assert_int_equal(check(img, &r), 1);
+	assert_true(sxt_text_has(&r, "log needs recovery"));
+	assert_false(sxt_text_has(&r, "not known to this engine"));
+	sxt_text_free(&r);
+	free(lo);
+	sx_bdev_destroy(img);
+}
+
+static int teardown_all(void **state)
+{
+	if (swap_base)
+		sx_bdev_destroy(swap_base);
+	swap_base = NULL;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_offline_item_types),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	return cmocka_run_group_tests(tests, NULL, teardown_all);
+}
