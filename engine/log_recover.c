@@ -591,6 +591,19 @@ out_free:
 	return error;
 }
 
+/* Drop the intents replay queued in mp: the mount failed before pass 3. */
+void sx_log_recover_cancel(struct sx_mount *mp)
+{
+	struct sx_list *pos, *n;
+
+	if (!mp->m_rintents.next)
+		return;
+	sx_list_for_each_safe(pos, n, &mp->m_rintents) {
+		sx_list_del(pos);
+		sx_free(sx_list_entry(pos, struct sx_rintent, ri_list));
+	}
+}
+
 /*
  * Pass 3: finish every unfinished intent in log order.  A failure stops the
  * mount without moving the tail, so the next mount tries again from the same

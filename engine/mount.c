@@ -23,6 +23,8 @@
 /* Free a mount and everything it set up. */
 static void sx_mount_free(struct sx_mount *mp)
 {
+	/* a mount that failed after replay still holds the intents it found */
+	sx_log_recover_cancel(mp);
 	sx_files_destroy(mp);
 	sx_icache_destroy(mp);
 	sx_alloc_destroy(mp);
