@@ -73,6 +73,9 @@ static int sb_check_geometry(const struct sx_mount *mp, const struct sx_sb *sb)
 	/* seq 0 is never written: sx_sb_write() bumps before writing */
 	if (SX_IS_CORRUPT(mp, sb->sb_seq == 0))
 		return -EFSCORRUPTED;
+	/* nor is one past the maximum; such a copy would win every read */
+	if (SX_IS_CORRUPT(mp, sb->sb_seq > SX_SB_SEQ_MAX))
+		return -EFSCORRUPTED;
 	if (SX_IS_CORRUPT(mp, sb_all_zero(sb->sb_uuid, SX_UUID_SIZE)))
 		return -EFSCORRUPTED;
 
@@ -356,6 +359,9 @@ int sx_sb_write(struct sx_bdev *bd, struct sx_sb *sb)
 		return error;
 	if (bd->bd_sectsize > sb->sb_blocksize)
 		return -EINVAL;
+	/* a sequence past the maximum would fail decode: never write one */
+	if (sb->sb_seq >= SX_SB_SEQ_MAX)
+		return -EFSCORRUPTED;
 	buf = sx_zalloc(len, SX_NOFS);
 	if (!buf)
 		return -ENOMEM;

@@ -227,6 +227,9 @@ static void ck_sb_explain(struct sx_checker *ck, int k, u64 off, const void *buf
 			   k, raw.sb_version, SX_VERSION);
 	if (raw.sb_seq == 0)
 		sx_check_problem(ck, "superblock copy %d: sb_seq is 0, which is never written", k);
+	if (raw.sb_seq > SX_SB_SEQ_MAX)
+		sx_check_problem(ck, "superblock copy %d: sb_seq %llu is beyond %llu, which no filesystem reaches",
+				 k, (sx_ull)raw.sb_seq, (sx_ull)SX_SB_SEQ_MAX);
 	if (raw.sb_logblocks && SX_LSN_BLOCK(raw.sb_log_tail) >= raw.sb_logblocks)
 		sx_check_problem(ck, "superblock copy %d: log tail block %u is past the log's %u blocks",
 			   k, SX_LSN_BLOCK(raw.sb_log_tail), raw.sb_logblocks);

@@ -62,6 +62,14 @@
 #define SX_LSN_CYCLE(lsn)	((u32)((lsn) >> 32))
 #define SX_LSN_BLOCK(lsn)	((u32)(lsn))
 
+/*
+ * The largest superblock sequence number.  No filesystem gets near it (2^62
+ * writes at a million a second take 146,000 years), so a copy beyond it is
+ * damage; and since sx_sb_write() never goes past it, the sequence never
+ * wraps to 0, which decode refuses.
+ */
+#define SX_SB_SEQ_MAX		(1ull << 62)
+
 /* Superblock: SX_SB_SIZE bytes at the start of blocks 0 and 1. */
 struct sx_dsb {
 	__le32	sb_magic;

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "sxtest.h"
+#include "sxtext.h"
 #include "sb.h"
 #include "fsinfo.h"
 #include "inode.h"
@@ -416,6 +417,7 @@ C(dblocks_eq_data, sb_dblocks, X_CORRUPT, d->sb_dblocks = cpu_to_le64(g->sb_data
 C(dblocks_bmap, sb_dblocks, X_CORRUPT,
   d->sb_dblocks = cpu_to_le64(g->sb_dblocks + 3 * SX_BITMAP_BITS(g->sb_blocksize)))
 C(seq0, sb_seq, X_CORRUPT, d->sb_seq = 0)
+C(seq_max, sb_seq, X_CORRUPT, d->sb_seq = cpu_to_le64(~0ull))
 C(uuid_nil, sb_uuid, X_CORRUPT, memset(d->sb_uuid, 0, SX_UUID_SIZE))
 C(compat, sb_feat_compat, X_ANY, d->sb_feat_compat = cpu_to_le32(0xffffffffu))
 C(ro_compat, sb_feat_ro_compat, X_FEATURE, d->sb_feat_ro_compat = cpu_to_le32(1u << 5))
@@ -484,6 +486,7 @@ static const struct corruption corruptions[] = {
 	E(dblocks_eq_data, sb_dblocks, X_CORRUPT),
 	E(dblocks_bmap, sb_dblocks, X_CORRUPT),
 	E(seq0, sb_seq, X_CORRUPT),
+	E(seq_max, sb_seq, X_CORRUPT),
 	E(uuid_nil, sb_uuid, X_CORRUPT),
 	E(compat, sb_feat_compat, X_ANY),
 	E(ro_compat, sb_feat_ro_compat, X_FEATURE),
@@ -792,6 +795,51 @@ static void test_write_alternates(void **state)
 		assert_int_equal(rd.sb_seq, seq);
 		assert_int_equal(rd.sb_log_epoch, (u32)i);
 	}
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A copy whose sequence is 2^64 - 1 (CRC right) can never have been written:
+ * taken for the newest, it made the next write wrap to 0, which decode
+ * refuses, and left one good copy where there should be two.  Such a copy
+ * is refused, and the writes of a mount leave both copies valid.
+ */
+static void test_seq_at_max(void **state)
+{
+	struct sx_bdev *bd = memdev(16ull << 20);
+	struct sx_sb sb, c0, c1;
+	struct sx_mount *mp;
+	struct sxt_text r;
+	u8 buf[SX_SB_SIZE];
+	u64 problems;
+	int fd, which;
+
+	mkfs_bs(bd, 4096);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	sb.sb_seq = ~0ull;		/* odd: copy 1's */
+	sx_sb_encode(&sb, buf);
+	raw_write(bd, 4096, buf);
+	assert_int_equal(sx_sb_decode(NULL, buf, &c1), -EFSCORRUPTED);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, &which), 0);
+	assert_int_equal(which, 0);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(sx_check(bd, sxt_text_line, &r, &problems), 0);
+	assert_int_equal(problems, 2);
+	assert_true(sxt_text_has(&r, "superblock copy 1: sb_seq 18446744073709551615 is beyond"));
+	sxt_text_free(&r);
+
+	/* a mount that writes the superblock more than once */
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+
+	raw_read(bd, 0, buf);
+	assert_int_equal(sx_sb_decode(NULL, buf, &c0), 0);
+	raw_read(bd, 4096, buf);
+	assert_int_equal(sx_sb_decode(NULL, buf, &c1), 0);
+	assert_true(c0.sb_seq + 1 == c1.sb_seq || c1.sb_seq + 1 == c0.sb_seq);
 	sx_bdev_destroy(bd);
 }
 
@@ -1226,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_read_after_mkfs),
 		cmocka_unit_test(test_write_alternates),
 		cmocka_unit_test(test_write_failure),
+		cmocka_unit_test(test_seq_at_max),
 		cmocka_unit_test(test_read_fallback),
 		cmocka_unit_test(test_read_probe_all_blocksizes),
 		cmocka_unit_test(test_read_misplaced_copy),
