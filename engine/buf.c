@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "mount.h"
 #include "dev.h"
+#include "log.h"
 
 struct sx_bcache {
 	struct sx_mutex	bc_lock;
@@ -282,6 +283,29 @@ int sx_buf_verify(struct sx_mount *mp, const void *data, u64 blkno,
 	return 0;
 }
 
+/*
+ * A block's LSN names the last log record whose changes it holds, and
+ * writeback comes after that record is durable: an LSN at or past the log
+ * head was never written by this log.  Trusted, it would make the next
+ * recovery skip changes the block lacks, so the block is corrupt.  (Before
+ * the log is set up, recovery checks the blocks it replays into itself.)
+ */
+static int sx_buf_check_lsn(struct sx_mount *mp, const void *data, u64 blkno,
+			    const struct sx_buf_ops *ops)
+{
+	u64 lsn = le64_to_cpu(((const struct sx_dblk_hdr *)data)->bh_lsn), head;
+
+	if (!mp->m_log || !lsn)
+		return 0;
+	head = sx_log_head(mp);
+	if (lsn < head)
+		return 0;
+	sx_err(mp, "%s block %llu has LSN %u/%u, which is not behind the log head %u/%u",
+	       ops->bo_name, (unsigned long long)blkno, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn),
+	       SX_LSN_CYCLE(head), SX_LSN_BLOCK(head));
+	return -EFSCORRUPTED;
+}
+
 /* Read and verify a block into a locked buffer. */
 int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 		u64 owner, struct sx_buf **bpp)
@@ -302,6 +326,8 @@ int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	}
 	if (!(bp->b_flags & SX_BUF_VERIFIED) || bp->b_ops != ops || bp->b_owner != owner) {
 		error = sx_buf_verify(mp, bp->b_data, blkno, ops, owner);
+		if (!error)
+			error = sx_buf_check_lsn(mp, bp->b_data, blkno, ops);
 		if (error)
 			goto out_invalid;
 		bp->b_ops = ops;

@@ -56,6 +56,7 @@ struct sx_recover {
 	struct sx_list	rc_intents;
 	u64		rc_seq;		/* ops seen so far */
 	u64		rc_lsn;		/* record being replayed */
+	u64		rc_head;	/* end of the valid log, from pass 1 */
 	int		rc_pass;
 	/* the records pass 1 found, for the log to move its tail onto later */
 	struct sx_log_scan_rec *rc_recs;
@@ -301,6 +302,19 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 		rb->rb_disk_lsn = le64_to_cpu(hdr->bh_lsn);
 	else
 		rb->rb_disk_lsn = 0;
+	/*
+	 * A block is written only after the record of its last change, so
+	 * no block of this log can name a record at or past the head.  One
+	 * that does would have every change to it skipped: refuse it.
+	 */
+	if (rb->rb_disk_lsn >= rc->rc_head) {
+		sx_err(mp, "recovery: block %llu has LSN %u/%u, which is not behind the log head %u/%u; refusing to trust it",
+		       (unsigned long long)blkno, SX_LSN_CYCLE(rb->rb_disk_lsn),
+		       SX_LSN_BLOCK(rb->rb_disk_lsn), SX_LSN_CYCLE(rc->rc_head),
+		       SX_LSN_BLOCK(rc->rc_head));
+		sx_free(rb);
+		return -EFSCORRUPTED;
+	}
 	sx_list_add(&rb->rb_hash, head);
 	rc->rc_nbufs++;
 	*rbp = rb;
@@ -551,6 +565,7 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 	if (scan.sc_records) {
 		/* pass 2: replay, pair intents */
 		rc->rc_pass = 2;
+		rc->rc_head = scan.sc_head;
 		rc->rc_seq = 0;
 		error = sx_log_scan(mp, sx_recover_record, rc, &scan);
 		if (!error)

@@ -106,6 +106,15 @@ static void build_swap_base(void)
 	assert_true(swap_w1 > swap_w0 + 16);
 }
 
+/* The fsinfo block of swap_base. */
+static u64 swap_base_fsinfo(void)
+{
+	struct sx_sb sb;
+
+	assert_int_equal(sx_sb_read(NULL, swap_base, &sb, NULL), 0);
+	return sb.sb_fsinfo;
+}
+
 /* swap_base with the power cut (writes dropped) at the swap's middle write. */
 static struct sx_bdev *cut_swap(void)
 {
@@ -299,6 +308,216 @@ static void test_failed_mount_frees_intents(void **state)
 	sx_bdev_destroy(img);
 }
 
+/* True if the header CRC of block image @buf is right. */
+static bool crc_ok(const void *buf)
+{
+	const struct sx_dblk_hdr *hdr = buf;
+
+	return le32_to_cpu(hdr->bh_crc) ==
+	       sx_cksum_skip(buf, BS, offsetof(struct sx_dblk_hdr, bh_crc));
+}
+
+/* Print the first @n problem lines of a report. */
+static void print_problems(const struct sxt_text *r, u32 n)
+{
+	const char *p = r->text, *e;
+
+	while (n && (p = strstr(p, "problem: ")) != NULL) {
+		e = strchr(p, '\n');
+		fprintf(stderr, "  %.*s\n", (int)(e ? e - p : (long)strlen(p)), p);
+		p = e ? e : p + strlen(p);
+		n--;
+	}
+}
+
+/* An LSN one log cycle past @head. */
+static u64 lsn_ahead(u64 head)
+{
+	return head + (1ull << 32);
+}
+
+/*
+ * An extent B+tree block whose changes are in the log, its LSN set one log
+ * cycle past the head (CRC right): recovery skipped the replay into it, the
+ * mount succeeded and the swap's blocks were mapped twice with a refcount
+ * of 1.  Now the mount refuses, and the checker names the block.
+ */
+static void test_lsn_ahead_in_recovery(void **state)
+{
+	struct sx_bdev *img = cut_swap(), *bd;
+	struct log_ops *lo = scan_log(img);
+	struct sx_dblk_hdr *hdr;
+	struct sx_mount *mp;
+	struct sxt_text r;
+	u64 done[16], problems;
+	u32 i, k, tried = 0, accepted = 0;
+	char want[128];
+	u8 buf[BS];
+	int error;
+
+	assert_true(lo->lo_sxi > 0);
+	for (i = 0; i < lo->lo_nbuf && tried < ARRAY_SIZE(done); i++) {
+		u64 bno = lo->lo_buf_blkno[i];
+
+		for (k = 0; k < tried && done[k] != bno; k++)
+			;
+		if (k < tried)
+			continue;
+		get_blk(img, bno, buf);
+		hdr = (struct sx_dblk_hdr *)buf;
+		/* a bmbt block that replay would change */
+		if (le32_to_cpu(hdr->bh_magic) != SX_BMBT_MAGIC || !crc_ok(buf) ||
+		    le64_to_cpu(hdr->bh_lsn) >= lo->lo_buf_lsn[i])
+			continue;
+		done[tried++] = bno;
+		bd = sxt_bdev_copy(img);
+		hdr->bh_lsn = cpu_to_le64(lsn_ahead(lo->lo_head));
+		put_blk(bd, bno, buf);
+
+		check(bd, &r);
+		snprintf(want, sizeof(want), "bmbt block %llu (owner ", (unsigned long long)bno);
+		assert_true(sxt_text_has(&r, want));
+		assert_true(sxt_text_has(&r, "is not behind the log head"));
+		sxt_text_free(&r);
+
+		error = sx_mount(bd, NULL, &mp);
+		if (!error) {
+			assert_int_equal(sx_unmount(mp), 0);
+			problems = check(bd, &r);
+			fprintf(stderr, "block %llu: mount succeeded; the checker then found %llu problems\n",
+				(unsigned long long)bno, (unsigned long long)problems);
+			print_problems(&r, 3);
+			sxt_text_free(&r);
+			accepted++;
+		} else {
+			assert_int_equal(error, -EFSCORRUPTED);
+		}
+		sx_bdev_destroy(bd);
+	}
+	assert_true(tried > 0);
+	assert_int_equal(accepted, 0);
+	free(lo);
+	sx_bdev_destroy(img);
+}
+
+/* The inode number of file @name. */
+static u64 ino_of(struct sx_mount *mp, const char *name)
+{
+	struct sx_stat st;
+	int fd;
+
+	assert_int_equal(sx_open(mp, name, &fd), 0);
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	return st.st_ino;
+}
+
+/* Read all of file @name; 0 or the first error. */
+static int read_all(struct sx_mount *mp, const char *name)
+{
+	u8 buf[16 * BS];
+	int fd, error;
+	u64 off;
+	s64 n;
+
+	error = sx_open(mp, name, &fd);
+	if (error)
+		return error;
+	for (off = 0; off < (u64)NEXT * BS; off += n) {
+		n = sx_pread(mp, fd, buf, sizeof(buf), off);
+		if (n <= 0) {
+			error = n < 0 ? (int)n : -EIO;
+			break;
+		}
+	}
+	sx_close(mp, fd);
+	return error;
+}
+
+/*
+ * On a clean image, every metadata block type with its LSN past the head:
+ * the checker reports each (it did so for bitmap blocks only), and a read
+ * through the engine refuses the block instead of trusting it.
+ */
+static void test_lsn_ahead_clean(void **state)
+{
+	struct sx_bdev *img, *bd;
+	struct log_ops *lo;
+	struct sx_dinode *di;
+	struct sx_dfsinfo *fi;
+	struct sx_mount *mp;
+	struct sxt_text r;
+	u64 ino, bmbt, refc, head;
+	char want[128];
+	u8 buf[BS];
+	int a, c;
+	struct {
+		const char	*name;	/* the block's name in the checker's report */
+		u64		bno;
+	} cases[4];
+	u32 i;
+
+	/* recovered, unmounted clean, and "a" cloned: a refcount tree */
+	build_swap_base();
+	img = sxt_bdev_copy(swap_base);
+	mp = sxt_mount(img);
+	assert_int_equal(sx_open(mp, "a", &a), 0);
+	assert_int_equal(sx_create(mp, "c", 0644, &c), 0);
+	assert_int_equal(sx_clone(mp, c, a), 0);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, c), 0);
+	ino = ino_of(mp, "a");
+	assert_int_equal(sx_unmount(mp), 0);
+	lo = scan_log(img);
+	head = lo->lo_head;
+	assert_int_equal(lo->lo_records, 0);
+	get_blk(img, ino, buf);
+	di = (struct sx_dinode *)buf;
+	assert_int_equal(le16_to_cpu(di->di_format), SX_DIF_BTREE);
+	bmbt = le64_to_cpu(di->di_broot);
+	get_blk(img, swap_base_fsinfo(), buf);
+	fi = (struct sx_dfsinfo *)buf;
+	refc = le64_to_cpu(fi->fi_refc_root);
+	assert_true(refc != 0);
+
+	cases[0].name = "fsinfo";
+	cases[0].bno = swap_base_fsinfo();
+	cases[1].name = "inode";
+	cases[1].bno = ino;
+	cases[2].name = "bmbt";
+	cases[2].bno = bmbt;
+	cases[3].name = "refcbt";
+	cases[3].bno = refc;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		bd = sxt_bdev_copy(img);
+		get_blk(bd, cases[i].bno, buf);
+		((struct sx_dblk_hdr *)buf)->bh_lsn = cpu_to_le64(lsn_ahead(head));
+		put_blk(bd, cases[i].bno, buf);
+
+		assert_true(check(bd, &r) >= 1);
+		snprintf(want, sizeof(want), "%s block %llu", cases[i].name,
+			 (unsigned long long)cases[i].bno);
+		if (!sxt_text_has(&r, want) || !sxt_text_has(&r, "is not behind the log head")) {
+			fputs(r.text, stderr);
+			fail_msg("%s block %llu with its LSN past the head is not reported",
+				 cases[i].name, (unsigned long long)cases[i].bno);
+		}
+		sxt_text_free(&r);
+
+		if (i == 0) {
+			/* the mount reads it */
+			assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+		} else if (i < 3) {
+			mp = sxt_mount(bd);
+			assert_int_equal(read_all(mp, "a"), -EFSCORRUPTED);
+			sx_unmount(mp);
+		}
+		sx_bdev_destroy(bd);
+	}
+	free(lo);
+	sx_bdev_destroy(img);
+}
+
 static int teardown_all(void **state)
 {
 	if (swap_base)
@@ -312,6 +531,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offline_item_types),
 		cmocka_unit_test(test_failed_mount_frees_intents),
+		cmocka_unit_test(test_lsn_ahead_in_recovery),
+		cmocka_unit_test(test_lsn_ahead_clean),
 	};
 
 	sx_thread_enter();
