@@ -584,3 +584,45 @@ void sx_buf_unpin(struct sx_mount *mp, struct sx_buf *bp, u64 lsn)
 	sx_buf_rele_locked(bc, bp);
 	sx_mutex_unlock(&bc->bc_lock);
 }
+
+/* The known metadata block types; see sx_buf_type_register(). */
+#define SX_BUF_TYPES_MAX	16
+static const struct sx_buf_ops *sx_buf_types[SX_BUF_TYPES_MAX];
+
+/* Register @ops for its magic (again: a no-op). */
+int sx_buf_type_register(const struct sx_buf_ops *ops)
+{
+	const struct sx_buf_ops *cur = sx_buf_type_lookup(ops->bo_magic);
+	u32 i;
+
+	if (cur)
+		return cur == ops ? 0 : -EEXIST;
+	for (i = 0; i < SX_BUF_TYPES_MAX; i++) {
+		if (!sx_buf_types[i]) {
+			sx_buf_types[i] = ops;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Forget @ops. */
+void sx_buf_type_unregister(const struct sx_buf_ops *ops)
+{
+	u32 i;
+
+	for (i = 0; i < SX_BUF_TYPES_MAX; i++)
+		if (sx_buf_types[i] == ops)
+			sx_buf_types[i] = NULL;
+}
+
+/* The type whose blocks start with @magic. */
+const struct sx_buf_ops *sx_buf_type_lookup(u32 magic)
+{
+	u32 i;
+
+	for (i = 0; i < SX_BUF_TYPES_MAX; i++)
+		if (sx_buf_types[i] && sx_buf_types[i]->bo_magic == magic)
+			return sx_buf_types[i];
+	return NULL;
+}

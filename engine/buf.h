@@ -180,4 +180,17 @@ void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp);
 /* Stamp header LSN and CRC in @data, which is @blkno's contents. */
 void sx_buf_stamp(struct sx_mount *mp, void *data, u64 lsn);
 
+/*
+ * The metadata block types by magic, so that log recovery can run the
+ * structure verifier of a block it rebuilt before writing it.  sx_init()
+ * registers the engine's; tests add their own.  Registration happens at
+ * start-up, never while a mount recovers, like the log item registry.
+ */
+/** sx_buf_type_register() - make @ops known by its magic; -EEXIST, -ENOSPC */
+int sx_buf_type_register(const struct sx_buf_ops *ops);
+/** sx_buf_type_unregister() - forget @ops if it is registered */
+void sx_buf_type_unregister(const struct sx_buf_ops *ops);
+/** sx_buf_type_lookup() - the registered type of @magic, or NULL */
+const struct sx_buf_ops *sx_buf_type_lookup(u32 magic);
+
 #endif /* SX_BUF_H */

@@ -231,12 +231,58 @@ static bool sx_recover_is_cancelled(struct sx_recover *rc, u64 blkno)
 	return false;
 }
 
-/* Write every rebuilt block in place and forget them. */
+/*
+ * The CRC recovery stamps on a rebuilt block proves nothing about it: a
+ * record that passed its own CRC may still carry a bad block image.  So the
+ * block must pass the structure verifier of its type, as every block the
+ * running filesystem writes does.
+ */
+static int sx_recover_verify_buf(struct sx_mount *mp, const struct sx_rbuf *rb)
+{
+	const struct sx_dblk_hdr *hdr = (const struct sx_dblk_hdr *)rb->rb_data;
+	u32 magic = le32_to_cpu(hdr->bh_magic);
+	const struct sx_buf_ops *ops = sx_buf_type_lookup(magic);
+	int error;
+
+	if (!ops) {
+		sx_err(mp, "recovery: replay made block %llu a block of no known type (magic 0x%08x); refusing to write it",
+		       (unsigned long long)rb->rb_blkno, magic);
+		return -EFSCORRUPTED;
+	}
+	/* which object owns it is the business of whoever reads it next */
+	error = sx_buf_verify(mp, rb->rb_data, rb->rb_blkno, ops, le64_to_cpu(hdr->bh_owner));
+	if (error) {
+		sx_err(mp, "recovery: replayed %s block %llu fails its verifier (%d); refusing to write it",
+		       ops->bo_name, (unsigned long long)rb->rb_blkno, error);
+		return -EFSCORRUPTED;
+	}
+	return 0;
+}
+
+/*
+ * Write every rebuilt block in place and forget them.  All of them are
+ * verified before any is written, so a bad one fails the mount with
+ * nothing of this batch on the disk.
+ */
 static int sx_recover_flush_bufs(struct sx_recover *rc)
 {
 	struct sx_mount *mp = rc->rc_mp;
 	int error = 0, i;
 
+	for (i = 0; i < SX_RHASH && !error; i++) {
+		struct sx_list *pos;
+
+		sx_list_for_each(pos, &rc->rc_bufs[i]) {
+			struct sx_rbuf *rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
+
+			if (!rb->rb_dirty)
+				continue;
+			sx_buf_stamp(mp, rb->rb_data, rb->rb_lsn);
+			error = sx_recover_verify_buf(mp, rb);
+			if (error)
+				break;
+		}
+	}
 	for (i = 0; i < SX_RHASH; i++) {
 		struct sx_list *pos, *n;
 
@@ -244,7 +290,6 @@ static int sx_recover_flush_bufs(struct sx_recover *rc)
 			struct sx_rbuf *rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
 
 			if (!error && rb->rb_dirty) {
-				sx_buf_stamp(mp, rb->rb_data, rb->rb_lsn);
 				error = sx_fault("recover_write");
 				if (!error)
 					error = sx_dev_write(mp, rb->rb_blkno, 1, rb->rb_data, 0);

@@ -66,6 +66,16 @@ const struct sx_buf_ops sxt_tblock_ops = {
 	.bo_verify = sxt_tblock_verify,
 };
 
+/*
+ * Recovery runs the verifier of every block it rebuilds, found by magic:
+ * make the test block type known before any test mounts.
+ */
+static void __attribute__((constructor)) sxt_register_tblock(void)
+{
+	if (sx_buf_type_register(&sxt_tblock_ops))
+		abort();
+}
+
 /* Initialise test block @blkno at @gen. */
 int sxt_tblock_write(struct sx_trans *tp, u64 blkno, u64 gen)
 {

@@ -518,6 +518,142 @@ static void test_lsn_ahead_clean(void **state)
 	sx_bdev_destroy(img);
 }
 
+/* The valid records of an unmounted image, as the scan found them. */
+struct recs {
+	u32	n;
+	u64	lsn[1024];
+	u32	blocks[1024];
+};
+
+static int note_rec(void *arg, const struct sx_log_scan_rec *r)
+{
+	struct recs *rs = arg;
+
+	assert_true(rs->n < ARRAY_SIZE(rs->lsn));
+	rs->lsn[rs->n] = r->sr_lsn;
+	rs->blocks[rs->n++] = r->sr_blocks;
+	return 0;
+}
+
+/* Where record @i starts on the device. */
+static u64 rec_off(const struct sx_sb *sb, const struct recs *rs, u32 i)
+{
+	return (sb->sb_logstart + SX_LSN_BLOCK(rs->lsn[i])) * BS;
+}
+
+/*
+ * Change one logged byte of @blkno, at @off in the block, to @val in the
+ * last BUF op that logs it, and seal that record and every one after it
+ * again (each record's CRC, and the chain of previous-record CRCs), as a
+ * forger would.  Returns false if no op logs that byte.
+ */
+static bool forge_logged_byte(struct sx_bdev *bd, u64 blkno, u32 off, u8 val)
+{
+	struct sx_mount *mp = sx_offline_mount_alloc(bd, "forge");
+	struct recs *rs = calloc(1, sizeof(*rs));
+	u8 *rec[1024], *hit = NULL;
+	struct sx_log_scan scan;
+	struct sx_sb sb;
+	u32 i, k, first = 0;
+
+	assert_non_null(rs);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	sx_offline_mount_set_sb(mp, &sb);
+	assert_int_equal(sx_log_scan(mp, note_rec, rs, &scan), 0);
+	sx_offline_mount_free(mp);
+	for (i = 0; i < rs->n; i++) {
+		struct sx_dlog_rec *h;
+		u8 *p;
+
+		rec[i] = malloc(rs->blocks[i] * BS);
+		assert_non_null(rec[i]);
+		sxt_bdev_peek(bd, rec_off(&sb, rs, i), rec[i], rs->blocks[i] * BS);
+		h = (struct sx_dlog_rec *)rec[i];
+		p = rec[i] + sizeof(*h);
+		for (k = 0; k < le32_to_cpu(h->lr_nops); k++) {
+			struct sx_dlog_op *op = (struct sx_dlog_op *)p;
+			struct sx_dlog_buf *lb = (struct sx_dlog_buf *)(op + 1);
+			struct sx_dlog_region *rg = (struct sx_dlog_region *)(lb + 1);
+			u8 *data = (u8 *)(rg + le16_to_cpu(lb->lb_nregions));
+			u32 r;
+
+			p += sizeof(*op) + sx_roundup(le32_to_cpu(op->lo_len), SX_LOG_OP_ALIGN);
+			if (le16_to_cpu(op->lo_type) != SX_LOG_OP_BUF ||
+			    le64_to_cpu(lb->lb_blkno) != blkno)
+				continue;
+			for (r = 0; r < le16_to_cpu(lb->lb_nregions); r++) {
+				u32 ro = le32_to_cpu(rg[r].lg_off), rl = le32_to_cpu(rg[r].lg_len);
+
+				if (off >= ro && off < ro + rl) {
+					hit = data + (off - ro);
+					first = i;
+				}
+				data += rl;
+			}
+		}
+	}
+	if (hit) {
+		*hit = val;
+		for (i = first; i < rs->n; i++) {
+			struct sx_dlog_rec *h = (struct sx_dlog_rec *)rec[i];
+			u32 bytes = rs->blocks[i] * BS;
+
+			if (i > first)
+				h->lr_prev_crc = ((struct sx_dlog_rec *)rec[i - 1])->lr_crc;
+			h->lr_crc = cpu_to_le32(sx_cksum_skip(rec[i], bytes,
+							      offsetof(struct sx_dlog_rec, lr_crc)));
+			sxt_bdev_poke(bd, rec_off(&sb, rs, i), rec[i], bytes);
+		}
+	}
+	for (i = 0; i < rs->n; i++)
+		free(rec[i]);
+	free(rs);
+	return hit != NULL;
+}
+
+/*
+ * A record whose CRC (and the chain after it) is right but whose image of
+ * an inode block has an impossible fork format: recovery stamped a fresh
+ * CRC on the rebuilt block and wrote it, so the damage reached the disk
+ * looking valid and the mount succeeded.  Now the rebuilt block must pass
+ * the inode verifier: the mount fails and the block on the disk is as it
+ * was.
+ */
+static void test_replay_verifies(void **state)
+{
+	struct sx_bdev *bd = sxs_mkimg(IMG, BS, 4096, false);
+	struct sx_mount *mp = sxt_mount(bd);
+	u8 before[BS], after[BS];
+	u64 ino, i;
+	int fd;
+
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	for (i = 0; i < 4; i++)
+		put_tag(mp, fd, i, sxs_tag(0, i, 1));
+	assert_int_equal(sx_close(mp, fd), 0);
+	ino = ino_of(mp, "f");
+	assert_int_equal(sx_sync(mp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+
+	assert_true(forge_logged_byte(bd, ino, offsetof(struct sx_dinode, di_format), 7));
+	get_blk(bd, ino, before);
+	if (sx_mount(bd, NULL, &mp) == 0) {
+		sx_unmount(mp);
+		get_blk(bd, ino, after);
+		fprintf(stderr, "mount succeeded; inode %llu on disk: format %u, CRC %s\n",
+			(unsigned long long)ino,
+			le16_to_cpu(((struct sx_dinode *)after)->di_format),
+			crc_ok(after) ? "right" : "bad");
+		fail();
+	}
+	get_blk(bd, ino, after);
+	assert_memory_equal(before, after, BS);
+	/* and again: the log is left as it was for the next try */
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	sx_bdev_destroy(bd);
+}
+
 static int teardown_all(void **state)
 {
 	if (swap_base)
@@ -533,6 +669,7 @@ int main(void)
 		cmocka_unit_test(test_failed_mount_frees_intents),
 		cmocka_unit_test(test_lsn_ahead_in_recovery),
 		cmocka_unit_test(test_lsn_ahead_clean),
+		cmocka_unit_test(test_replay_verifies),
 	};
 
 	sx_thread_enter();
