@@ -171,6 +171,8 @@ SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
 	if (error)
 		goto out_free;
 
+	/* the log is empty: every data block is free but these two */
+	sb.sb_clean_free = sb.sb_dblocks - sb.sb_datastart - 2 + 1;
 	/* seq 1 -> 2 writes copy 0, then 3 writes copy 1: both valid */
 	error = sx_sb_write(bd, &sb);
 	if (error)

@@ -36,13 +36,33 @@ static void sx_mount_free(struct sx_mount *mp)
 	sx_free(mp);
 }
 
+/*
+ * The bitmap is the only record of free space, so a bitmap block that lost
+ * a write (the disk kept its older version, checksum and all) would have
+ * the allocator hand out blocks that live structures own.  Cross-check it
+ * before anything is allocated: when the log was found empty, the bitmap
+ * must show the free count the last clean unmount (or mkfs) recorded in
+ * the superblock.
+ */
+static int sx_mount_check_space(struct sx_mount *mp, bool log_empty)
+{
+	u64 nfree = sx_alloc_free_blocks(mp), clean = mp->m_sb.sb_clean_free;
+
+	if (log_empty && clean && nfree != clean - 1) {
+		sx_err(mp, "the bitmap shows %llu free blocks, but %llu were free when the log was last left empty: a bitmap block is stale (a lost write?)",
+		       (unsigned long long)nfree, (unsigned long long)(clean - 1));
+		return -EFSCORRUPTED;
+	}
+	return 0;
+}
+
 /* Open the filesystem on @bd. */
 SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		    struct sx_mount **mpp)
 {
 	static const struct sx_mount_opts defaults;
 	struct sx_mount *mp;
-	bool rdonly, dirty = false;
+	bool rdonly, dirty = false, log_empty = false;
 	int error;
 
 	if (!opts)
@@ -102,8 +122,10 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		if (!error)
 			error = sx_log_init(mp, scan.sc_head, scan.sc_head_prev_crc,
 					    scan.sc_max_tid + 1);
+		log_empty = !error && scan.sc_records == 0;
 	} else {
 		error = sx_log_recover_replay(mp, &dirty);
+		log_empty = mp->m_rstats.rs_records == 0;
 	}
 	if (error)
 		goto out_free;
@@ -111,6 +133,9 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	if (error)
 		goto out_free;
 	error = sx_fsinfo_mount(mp);
+	if (error)
+		goto out_free;
+	error = sx_mount_check_space(mp, log_empty);
 	if (error)
 		goto out_free;
 	error = sx_icache_init(mp, &sx_file_inode_ops);
@@ -147,8 +172,11 @@ SX_API int sx_unmount(struct sx_mount *mp)
 		return 0;
 	/* last closes first: they free files with no name */
 	sx_files_destroy(mp);
-	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp))
+	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp)) {
+		/* nothing changes the bitmap any more: its count is final */
+		mp->m_clean_free = sx_alloc_free_blocks(mp) + 1;
 		error = sx_log_checkpoint(mp);
+	}
 	if (sx_is_shutdown(mp)) {
 		if (!error)
 			error = mp->m_shutdown_error;

@@ -762,6 +762,11 @@ static int ck_bitmap(struct sx_checker *ck, const struct sx_sb *sb)
 			unjudged++;
 	}
 	sx_free(buf);
+	/* what the last clean unmount counted, if the log is still empty */
+	if (!unjudged && ck->ck_head && !ck->ck_records && sb->sb_clean_free &&
+	    nfree != sb->sb_clean_free - 1)
+		sx_check_problem(ck, "bitmap: %llu free data blocks, but the superblock says %llu were free when the log was last left empty (a bitmap block lost a write?)",
+				 (sx_ull)nfree, (sx_ull)(sb->sb_clean_free - 1));
 	if (unjudged)
 		sx_check_note(ck, "bitmap: %llu free blocks of %llu data blocks in the %u bitmap blocks that could be checked (%u could not)",
 			(sx_ull)nfree, (sx_ull)data, sb->sb_bmapblocks - unjudged, unjudged);

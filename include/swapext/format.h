@@ -96,7 +96,15 @@ struct sx_dsb {
 	__le64	sb_ctime;		/* mkfs time, ns since the epoch */
 	char	sb_label[SX_LABEL_SIZE];
 	__le64	sb_fsinfo;		/* block of the fsinfo block (in the data area) */
-	__le64	sb_reserved[39];	/* zero; room for later fields */
+	/*
+	 * 1 + the free data blocks the bitmap shows, written only when the
+	 * log is empty (mkfs, the last checkpoint of a clean unmount) and
+	 * cleared before a mount writes its first record: 0 means not known.
+	 * A mount that finds the log empty compares it with the bitmap, so
+	 * that a bitmap block that lost a write is not taken at its word.
+	 */
+	__le64	sb_clean_free;
+	__le64	sb_reserved[38];	/* zero; room for later fields */
 };
 
 /*

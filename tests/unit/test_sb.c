@@ -468,6 +468,12 @@ C(fsinfo_bmap, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_bmapstart)
 C(fsinfo_data_low, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_datastart - 1))
 C(fsinfo_end, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_dblocks))
 C(fsinfo_max, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(~0ull))
+C(clean_free_none, sb_clean_free, X_ANY, d->sb_clean_free = cpu_to_le64(1))
+C(clean_free_all, sb_clean_free, X_ANY,
+  d->sb_clean_free = cpu_to_le64(g->sb_dblocks - g->sb_datastart + 1))
+C(clean_free_more, sb_clean_free, X_CORRUPT,
+  d->sb_clean_free = cpu_to_le64(g->sb_dblocks - g->sb_datastart + 2))
+C(clean_free_max, sb_clean_free, X_CORRUPT, d->sb_clean_free = cpu_to_le64(~0ull))
 C(label_junk, sb_label, X_CORRUPT, d->sb_label[SX_LABEL_SIZE - 1] = 'x')
 C(label_after_nul, sb_label, X_CORRUPT, d->sb_label[strlen(g->sb_label) + 1] = 1)
 
@@ -531,6 +537,10 @@ static const struct corruption corruptions[] = {
 	E(fsinfo_data_low, sb_fsinfo, X_CORRUPT),
 	E(fsinfo_end, sb_fsinfo, X_CORRUPT),
 	E(fsinfo_max, sb_fsinfo, X_CORRUPT),
+	E(clean_free_none, sb_clean_free, X_ANY),
+	E(clean_free_all, sb_clean_free, X_ANY),
+	E(clean_free_more, sb_clean_free, X_CORRUPT),
+	E(clean_free_max, sb_clean_free, X_CORRUPT),
 	E(label_junk, sb_label, X_CORRUPT),
 	E(label_after_nul, sb_label, X_CORRUPT),
 };
