@@ -171,6 +171,35 @@ static struct sx_buf *sx_bcache_find(struct sx_bcache *bc, u64 blkno)
 	return NULL;
 }
 
+/* Find a block of [@bno, +@len) cached as live metadata. */
+bool sx_buf_range_live(struct sx_mount *mp, u64 bno, u64 len, u64 *hit)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	bool found = false;
+	u64 b;
+
+	sx_mutex_lock(&bc->bc_lock);
+	for (b = bno; b - bno < len && !found; b++) {
+		struct sx_list *pos;
+
+		sx_list_for_each(pos, sx_bcache_bucket(bc, b)) {
+			struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
+
+			if (bp->b_blkno != b || !bp->b_ops ||
+			    (bp->b_state & (SX_BS_STALE | SX_BS_INVALID)))
+				continue;
+			/* b_flags is ours to read only under b_lock, held by our transaction */
+			if (sx_mutex_is_held(&bp->b_lock) && (bp->b_flags & SX_BUF_INVAL))
+				continue;
+			*hit = b;
+			found = true;
+			break;
+		}
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+	return found;
+}
+
 /* Take another reference to a referenced buffer. */
 void sx_buf_hold(struct sx_buf *bp)
 {

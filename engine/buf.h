@@ -177,6 +177,13 @@ bool sx_bcache_pressure(struct sx_mount *mp);
 /* sx_buf_invalidate() - drop a locked buffer's contents (cancelled init) */
 void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp);
 
+/**
+ * sx_buf_range_live() - whether a block of [@bno, +@len) is cached as live
+ * metadata (typed, neither stale nor invalid, not invalidated by the
+ * caller's own transaction); *@hit gets the first such block
+ */
+bool sx_buf_range_live(struct sx_mount *mp, u64 bno, u64 len, u64 *hit);
+
 /* Stamp header LSN and CRC in @data, which is @blkno's contents. */
 void sx_buf_stamp(struct sx_mount *mp, void *data, u64 lsn);
 

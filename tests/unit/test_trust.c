@@ -726,6 +726,150 @@ static void test_lost_bitmap_write(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* Make the superblock say the free count is not known (both copies). */
+static void forget_clean_free(struct sx_bdev *bd)
+{
+	struct sx_sb sb;
+
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	sb.sb_clean_free = 0;
+	assert_int_equal(sx_sb_write(bd, &sb), 0);
+	assert_int_equal(sx_sb_write(bd, &sb), 0);
+}
+
+/* Clear the bitmap bit of @bno, keeping the block's count and CRC right. */
+static void clear_bit(struct sx_bdev *bd, u64 bno)
+{
+	struct sx_dbitmap *bm;
+	struct sx_sb sb;
+	u64 bits = SX_BITMAP_BITS(BS), i = bno % bits;
+	u8 buf[BS];
+
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	get_blk(bd, sb.sb_bmapstart + bno / bits, buf);
+	bm = (struct sx_dbitmap *)buf;
+	assert_true(buf[SX_BITMAP_HDR_SIZE + i / 8] & (1u << (i % 8)));
+	buf[SX_BITMAP_HDR_SIZE + i / 8] &= (u8)~(1u << (i % 8));
+	bm->bm_nfree = cpu_to_le32(le32_to_cpu(bm->bm_nfree) + 1);
+	put_blk(bd, sb.sb_bmapstart + bno / bits, buf);
+}
+
+/*
+ * Where the superblock cannot vouch for the free count (it was not left by
+ * a clean unmount), the mount still cross-checks the bitmap against fsinfo:
+ * the fsinfo block, the root directory's inode, the refcount tree's root
+ * and the head of the unlinked list must be in use, and there must be at
+ * least one block in use per inode fsinfo counts, plus the fsinfo block.
+ */
+static void test_mount_space_checks(void **state)
+{
+	struct sx_bdev *base = sxs_mkimg(IMG, BS, 4096, false), *bd;
+	struct sx_mount *mp;
+	struct sx_sb sb;
+	u8 fresh[BS];
+
+	assert_int_equal(sx_sb_read(NULL, base, &sb, NULL), 0);
+	get_blk(base, sb.sb_bmapstart, fresh);
+	mp = sxt_mount(base);
+	make_files(mp, "n", 30);
+	assert_int_equal(sx_unmount(mp), 0);
+	forget_clean_free(base);
+	mp = sxt_mount(base);
+	assert_int_equal(sx_unmount(mp), 0);
+
+	/* the root directory's inode free in the bitmap */
+	bd = sxt_bdev_copy(base);
+	forget_clean_free(bd);
+	clear_bit(bd, sb.sb_fsinfo + 1);
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	sx_bdev_destroy(bd);
+
+	/* the fsinfo block free in the bitmap */
+	bd = sxt_bdev_copy(base);
+	forget_clean_free(bd);
+	clear_bit(bd, sb.sb_fsinfo);
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	sx_bdev_destroy(bd);
+
+	/* bitmap block 0 as mkfs left it: 2 blocks in use for 31 inodes */
+	bd = sxt_bdev_copy(base);
+	forget_clean_free(bd);
+	sxt_bdev_poke(bd, sb.sb_bmapstart * BS, fresh, BS);
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(base);
+}
+
+/*
+ * In one transaction, the bitmap forgets block @bno (as a stale bitmap
+ * block would), and the allocator is asked for a block at @bno: it must
+ * refuse, not hand out a block that something owns.
+ */
+static void refuse_alloc(struct sx_mount *mp, u64 bno, const char *what)
+{
+	struct sx_trans *tp;
+	u64 got = 0;
+	u32 len = 0;
+	int error;
+
+	assert_int_equal(sx_trans_alloc(mp, 4 * sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_free_extent(tp, bno, 1), 0);
+	error = sx_alloc_extent(tp, bno, 1, 1, &got, &len);
+	if (!error)
+		fprintf(stderr, "%s (block %llu): the allocator handed out block %llu\n", what,
+			(unsigned long long)bno, (unsigned long long)got);
+	assert_int_equal(error, -EFSCORRUPTED);
+	sx_trans_cancel(tp);
+}
+
+/*
+ * What the mount knows without reading anything is never handed out: the
+ * fsinfo block, the root directory, an inode in the inode cache (its
+ * buffer gone from the buffer cache), a B+tree block cached as metadata.
+ */
+static void test_alloc_refuses_owned(void **state)
+{
+	struct sx_dinode *di;
+	struct sx_bdev *bd;
+	struct sx_mount *mp;
+	u64 fsinfo, ino;
+	u8 buf[BS];
+	int a, k;
+
+	build_swap_base();
+	fsinfo = swap_base_fsinfo();
+	for (k = 0; k < 4; k++) {
+		bd = sxt_bdev_copy(swap_base);
+		mp = sxt_mount(bd);
+		ino = ino_of(mp, "a");
+		assert_int_equal(sx_open(mp, "a", &a), 0);
+		switch (k) {
+		case 0:
+			refuse_alloc(mp, fsinfo, "fsinfo");
+			break;
+		case 1:
+			refuse_alloc(mp, fsinfo + 1, "root directory");
+			break;
+		case 2:
+			/* only the inode cache knows it now */
+			assert_int_equal(sx_log_checkpoint(mp), 0);
+			sx_bcache_purge(mp);
+			refuse_alloc(mp, ino, "cached inode");
+			break;
+		case 3:
+			assert_int_equal(read_all(mp, "a"), 0);
+			get_blk(bd, ino, buf);
+			di = (struct sx_dinode *)buf;
+			assert_int_equal(le16_to_cpu(di->di_format), SX_DIF_BTREE);
+			refuse_alloc(mp, le64_to_cpu(di->di_broot), "bmbt block");
+			break;
+		}
+		sx_close(mp, a);
+		sx_unmount(mp);
+		sx_bdev_destroy(bd);
+	}
+}
+
 static int teardown_all(void **state)
 {
 	if (swap_base)
@@ -743,6 +887,8 @@ int main(void)
 		cmocka_unit_test(test_lsn_ahead_clean),
 		cmocka_unit_test(test_replay_verifies),
 		cmocka_unit_test(test_lost_bitmap_write),
+		cmocka_unit_test(test_mount_space_checks),
+		cmocka_unit_test(test_alloc_refuses_owned),
 	};
 
 	sx_thread_enter();
