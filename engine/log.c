@@ -31,6 +31,20 @@ u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize)
 	return sx_max(max, 2u);
 }
 
+/*
+ * The smallest log for a transaction of @bytes: a record of r blocks needs
+ * a log of 8r blocks (records are at most an eighth of the log), and no
+ * record is longer than 1 MiB, whatever the log.
+ */
+u32 sx_log_min_blocks(u32 bytes, u32 blocksize)
+{
+	u64 rec = sx_howmany((u64)bytes + SX_LOG_HDR_BYTES, (u64)blocksize);
+
+	if (rec > sx_log_rec_max_blocks(SX_MAX_LOGBLOCKS, blocksize))
+		return 0;
+	return (u32)sx_max(8 * rec, (u64)SX_MIN_LOGBLOCKS);
+}
+
 /* The largest reservation a transaction may have. */
 u32 sx_log_max_trans_bytes(const struct sx_mount *mp)
 {

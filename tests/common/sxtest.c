@@ -148,6 +148,9 @@ struct sx_bdev *sxt_memfs(u64 size, u32 blocksize, u32 logblocks)
 	int error;
 
 	mo.mk_uuid = uuid;
+	/* a test that picks the log's size picks it for the log's sake */
+	if (logblocks)
+		mo.mk_flags = SX_MKFS_SMALL_LOG;
 	error = sx_memdev_create(size, 512, &bd);
 	if (error) {
 		fprintf(stderr, "memdev: %d\n", error);

@@ -95,10 +95,15 @@ static struct sx_bdev *memdev(u64 size)
 	return bd;
 }
 
-/* mkfs with a fixed uuid and block size (and other defaults). */
+/*
+ * mkfs with a fixed uuid and block size (and other defaults).  These tests
+ * look at the superblocks and the layout at every block size, also those
+ * too large for any log to hold the largest transaction.
+ */
 static void mkfs_bs(struct sx_bdev *bd, u32 bs)
 {
-	struct sx_mkfs_opts mo = { .mk_blocksize = bs, .mk_uuid = test_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = bs, .mk_uuid = test_uuid,
+				   .mk_flags = SX_MKFS_SMALL_LOG };
 
 	assert_int_equal(sx_mkfs(bd, &mo), 0);
 }
@@ -1167,7 +1172,7 @@ static void test_mkfs_partial_device(void **state)
 {
 	struct sx_mkfs_opts mo = { .mk_blocksize = 512, .mk_uuid = test_uuid,
 				   .mk_dblocks = 3 * 3584 + 100, .mk_logblocks = 64,
-				   .mk_label = "part" };
+				   .mk_label = "part", .mk_flags = SX_MKFS_SMALL_LOG };
 	struct sx_bdev *bd = memdev(32ull << 20);
 	struct sx_sb sb;
 
@@ -1244,7 +1249,8 @@ static void test_mkfs_invalid(void **state)
 static void test_mkfs_wipes_stale_superblocks(void **state)
 {
 	static const u8 other_uuid[SX_UUID_SIZE] = { 9, 9, 9, 9, 9, 9, 0x49, 9, 0x89 };
-	struct sx_mkfs_opts mo = { .mk_blocksize = 65536, .mk_uuid = other_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 65536, .mk_uuid = other_uuid,
+				   .mk_flags = SX_MKFS_SMALL_LOG };
 	struct sx_bdev *bd = memdev(32ull << 20);
 	u8 buf[SX_SB_SIZE], zero[SX_SB_SIZE] = { 0 };
 	struct sx_sb rd;
@@ -1265,6 +1271,103 @@ static void test_mkfs_wipes_stale_superblocks(void **state)
 	assert_int_equal(which, 1);
 	assert_int_equal(rd.sb_blocksize, 4096);
 	assert_memory_equal(rd.sb_uuid, test_uuid, SX_UUID_SIZE);
+	sx_bdev_destroy(bd);
+}
+
+/* Write @n bytes of @byte at @off of @fd. */
+static void fill(struct sx_mount *mp, int fd, u64 off, u32 n, u8 byte)
+{
+	u8 buf[4096];
+	u32 done, k;
+
+	memset(buf, byte, sizeof(buf));
+	for (done = 0; done < n; done += k) {
+		k = n - done < sizeof(buf) ? n - done : (u32)sizeof(buf);
+		assert_int_equal(sx_pwrite(mp, fd, buf, k, off + done), (s64)k);
+	}
+}
+
+/* A clone, a write into it and a swap on @bd: 0 or the first error. */
+static int clone_and_swap(struct sx_bdev *bd)
+{
+	struct file_swap_range fsr;
+	struct sx_mount *mp;
+	int a, b, error;
+
+	assert_int_equal(sx_mount(bd, NULL, &mp), 0);
+	assert_int_equal(sx_create(mp, "a", 0644, &a), 0);
+	fill(mp, a, 0, 64 * 1024, 'a');
+	assert_int_equal(sx_create(mp, "b", 0644, &b), 0);
+	error = sx_clone(mp, b, a);
+	if (!error) {
+		fill(mp, b, 0, 4096, 'b');
+		memset(&fsr, 0, sizeof(fsr));
+		fsr.file1_fd = a;
+		fsr.length = 64 * 1024;
+		error = sx_swap_file_range(mp, b, &fsr);
+	}
+	sx_close(mp, a);
+	sx_close(mp, b);
+	assert_int_equal(sx_unmount(mp), 0);
+	return error;
+}
+
+/*
+ * mkfs -b 1024 -s 16m -l 256k made a filesystem whose log could not hold a
+ * clone's transaction: the clone failed with EINVAL (68,504 bytes reserved,
+ * 32,688 the largest record holds).  mkfs refuses such a log and names the
+ * smallest, with which a clone and a swap work; a default log grows to it;
+ * blocks too large for any log's records are refused.
+ */
+static void test_mkfs_log_too_small(void **state)
+{
+	struct sx_bdev *bd = memdev(16ull << 20);
+	struct sx_mkfs_opts mo = {
+		.mk_blocksize = 1024, .mk_logblocks = 256, .mk_uuid = test_uuid,
+		.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP,
+	};
+	u32 min = 0, res = 0;
+	struct sx_sb sb;
+	int error;
+
+	error = sx_mkfs(bd, &mo);
+	if (!error)
+		fprintf(stderr, "mkfs took a 256 KiB log; a clone and a swap then gave %d\n",
+			clone_and_swap(bd));
+	assert_int_equal(error, -EINVAL);
+
+	assert_int_equal(sx_mkfs_log_min(bd, &mo, &min, &res), 0);
+	assert_true(res >= 68504);
+	assert_true(min > 256);
+	mo.mk_logblocks = min - 1;
+	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);
+	mo.mk_logblocks = min;
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	assert_int_equal(clone_and_swap(bd), 0);
+	/* the flag for tests of the log itself takes the small log */
+	mo.mk_logblocks = 256;
+	mo.mk_flags = SX_MKFS_SMALL_LOG;
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	sx_bdev_destroy(bd);
+
+	/* 16 KiB blocks on 256 MiB: the default log (4 MiB) grows */
+	bd = memdev(256ull << 20);
+	memset(&mo, 0, sizeof(mo));
+	mo.mk_blocksize = 16384;
+	assert_int_equal(sx_mkfs_log_min(bd, &mo, &min, &res), 0);
+	assert_true(min > (4u << 20) / 16384);
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	assert_int_equal(sb.sb_logblocks, min);
+	sx_bdev_destroy(bd);
+
+	/* 64 KiB blocks: the largest transaction exceeds a 1 MiB record */
+	bd = memdev(64ull << 20);
+	mo.mk_blocksize = 65536;
+	assert_int_equal(sx_mkfs_log_min(bd, &mo, &min, &res), 0);
+	assert_int_equal(min, 0);
+	assert_true(res > (1u << 20));
+	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);
 	sx_bdev_destroy(bd);
 }
 
@@ -1297,6 +1400,7 @@ int main(void)
 		cmocka_unit_test(test_mkfs_write_errors),
 		cmocka_unit_test(test_mkfs_invalid),
 		cmocka_unit_test(test_mkfs_wipes_stale_superblocks),
+		cmocka_unit_test(test_mkfs_log_too_small),
 	};
 
 	sxt_quiet();
