@@ -16,6 +16,9 @@ struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic)
 	struct sx_bdev *bd;
 
 	mo.mk_uuid = uuid;
+	/* a test that picks the log's size picks it for the log's sake */
+	if (logblocks)
+		mo.mk_flags = SX_MKFS_SMALL_LOG;
 	if (atomic)
 		mo.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
 	if (sx_memdev_create(size, 512, &bd) || sx_mkfs(bd, &mo)) {

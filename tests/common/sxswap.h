@@ -24,7 +24,10 @@ struct sxs_file *sxs_file_new(u64 nblk);
 void sxs_file_free(struct sxs_file *f);
 void sxs_file_copy(struct sxs_file *dst, const struct sxs_file *src);
 
-/* sxs_mkimg() - a memory device of @size bytes, mkfs'd with @bs blocks (+atomic_swap) */
+/*
+ * sxs_mkimg() - a memory device of @size bytes, mkfs'd with @bs blocks
+ * (+atomic_swap); a @logblocks given is taken even if too small
+ */
 struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic);
 /* sxs_tag() - a unique tag for block @blk of file @id at version @ver */
 static inline u64 sxs_tag(u32 id, u64 blk, u32 ver)
