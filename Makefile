@@ -102,6 +102,8 @@ UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
 CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
 STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
 BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
+# Field fuzzing (tests/fieldfuzz/ffz.h): one program of several files.
+FFZ_SRCS	:= $(sort $(wildcard tests/fieldfuzz/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
@@ -117,6 +119,7 @@ UNIT_OBJS	:= $(UNIT_SRCS:%.c=$(OBJ)/%.o)
 CRASH_OBJS	:= $(CRASH_SRCS:%.c=$(OBJ)/%.o)
 STRESS_OBJS	:= $(STRESS_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS	:= $(BENCH_SRCS:%.c=$(OBJ)/%.o)
+FFZ_OBJS	:= $(FFZ_SRCS:%.c=$(OBJ)/%.o)
 
 LIBA		:= $(BUILD)/libswapext.a
 CORE_LIBA	:= $(BUILD)/libswapext-core.a
@@ -130,9 +133,10 @@ CORE_TEST_BINS	:= $(filter $(CORE_TESTS:%=$(BUILD)/tests/unit/%),$(UNIT_BINS))
 STORE_UNIT_BINS	:= $(filter-out $(CORE_TEST_BINS),$(UNIT_BINS))
 CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
 STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
+FFZ_BIN		:= $(if $(FFZ_SRCS),$(BUILD)/tests/fieldfuzz/fieldfuzz)
 # make install into a scratch folder and a program built on what it installed
 INSTALL_CHECK	:= $(BUILD)/tests/install/install-check
-TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(INSTALL_CHECK)
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(FFZ_BIN) $(INSTALL_CHECK)
 BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
@@ -145,7 +149,7 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
 ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
-		   $(STRESS_OBJS) $(BENCH_OBJS)
+		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -172,6 +176,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SUFFIXES:
 
 .PHONY: all lib tool tests test check demo crash-huge soak bench bench-xfs coverage asan ubsan check-portable \
+	fieldfuzz \
 	install uninstall clean help deps FORCE
 
 # ---------------------------------------------------------------- main targets
@@ -251,6 +256,23 @@ $(XFS_BENCH): bench/xfs/xfs_exchange.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC+LD   $@"
 	@$(CC) -std=gnu11 $(WARNFLAGS) $(CFLAGS) $(EXTRA_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
+
+# Field fuzzing of golden images (tests/fieldfuzz/): every field of every
+# on-disk and log object, eight transforms, CRC recomputed and stale, and a
+# lost write of every metadata block, each mounted, worked on and checked,
+# built with ASan and UBSan.  make check runs a sample (every 40th case)
+# of the plain build.  FIELDFUZZ_ARGS go to the program (--every N,
+# --only WORD, --case ID, --jobs N, --seed N; see its header).
+FFZ_BUILD	:= $(BUILD)/fieldfuzz
+FIELDFUZZ_ARGS	?=
+fieldfuzz:
+	@$(call DEPS,test)
+	@$(SUBMAKE) BUILD=$(FFZ_BUILD) \
+		VARIANT_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		VARIANT_LDFLAGS="-fsanitize=address,undefined" $(FFZ_BUILD)/tests/fieldfuzz/fieldfuzz
+	@rm -rf $(FFZ_BUILD)/logs && mkdir -p $(FFZ_BUILD)/logs
+	@$(ASAN_ENV) $(UBSAN_ENV) $(FFZ_BUILD)/tests/fieldfuzz/fieldfuzz --all \
+		--logdir $(FFZ_BUILD)/logs --report $(FFZ_BUILD)/report.md $(FIELDFUZZ_ARGS)
 
 # ---------------------------------------------------------------- variants
 
@@ -403,6 +425,14 @@ $(BENCH_BINS): $(BUILD)/bench/%: $(OBJ)/bench/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
+# The engine's clock is wrapped (tests/fieldfuzz/golden.c): the golden
+# images come out the same on every run.
+$(FFZ_BIN): $(FFZ_OBJS) $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -Wl,--wrap=sx_wall_ns -o $@ $(FFZ_OBJS) $(COMMON_OBJS) $(LIBA) \
+		$(TEST_LDLIBS)
 
 $(STRESS_BINS): $(BUILD)/tests/stress/%: $(OBJ)/tests/stress/%.o $(COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)
