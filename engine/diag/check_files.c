@@ -43,6 +43,14 @@ struct ck_usage {
 	u32		*cu_count;	/* mappings of each data block */
 	u32		*cu_refc;	/* the refcount tree's count; 0 = no record */
 	u8		*cu_meta;	/* a bit per data block: metadata */
+	/*
+	 * A bit per data block: claimed as metadata by a pointer whose block
+	 * then failed to verify.  A corrupt pointer may aim at a block that
+	 * another structure really owns; when that structure reaches it, it
+	 * takes the block over, so that its walk goes on and the problems it
+	 * would find are not hidden behind the damaged pointer's.
+	 */
+	u8		*cu_weak;
 	u8		*cu_inode;	/* a bit per data block: an inode walked */
 	u8		*cu_buf;	/* one block */
 	u64		cu_inodes;
@@ -80,6 +88,11 @@ static bool ck_bit(const u8 *map, u64 i)
 	return map[i / 8] & (1u << (i % 8));
 }
 
+static void ck_bit_clear(u8 *map, u64 i)
+{
+	map[i / 8] &= (u8)~(1u << (i % 8));
+}
+
 /* True if [@bno, +@len) lies on the data area. */
 static bool ck_in_data(const struct ck_usage *cu, u64 bno, u64 len)
 {
@@ -96,6 +109,10 @@ static bool ck_claim_meta(struct ck_usage *cu, u64 bno, const char *what, u64 ow
 		return false;
 	}
 	if (ck_bit_set(cu->cu_meta, bno - cu->cu_base)) {
+		if (ck_bit(cu->cu_weak, bno - cu->cu_base)) {
+			ck_bit_clear(cu->cu_weak, bno - cu->cu_base);
+			return true;
+		}
 		sx_check_problem(cu->cu_ck, "%s block %llu (owner %llu) is already used as metadata",
 			   what, (sx_ull)bno, (sx_ull)owner);
 		return false;
@@ -118,6 +135,8 @@ static bool ck_read_meta(struct ck_usage *cu, u64 bno, const struct sx_buf_ops *
 	if (error) {
 		sx_check_problem(cu->cu_ck, "%s block %llu (owner %llu) is bad: %s (%d)", what,
 			   (sx_ull)bno, (sx_ull)owner, sx_offline_errname(error), error);
+		if (ck_in_data(cu, bno, 1))
+			ck_bit_set(cu->cu_weak, bno - cu->cu_base);
 		return false;
 	}
 	snprintf(name, sizeof(name), "%s block %llu (owner %llu)", what, (sx_ull)bno,
@@ -353,7 +372,11 @@ static void ck_usage_judge(struct ck_usage *cu)
 	for (b = 0; b < cu->cu_n; b++) {
 		u64 bno = cu->cu_base + b, i = bno / nbits, bit = bno % nbits;
 		u32 count = cu->cu_count[b], refc = cu->cu_refc[b];
-		bool meta = ck_bit(cu->cu_meta, b), used, bad;
+		/*
+		 * A block only damaged pointers claim, which files map, is
+		 * data those pointers aim at: they were reported as bad.
+		 */
+		bool meta = ck_bit(cu->cu_meta, b) && !(ck_bit(cu->cu_weak, b) && count), used, bad;
 		u64 before = ck->ck_problems;
 
 		if (i != idx) {
@@ -367,7 +390,7 @@ static void ck_usage_judge(struct ck_usage *cu)
 		      (have && used != (meta || count));
 		if (!bad)
 			continue;
-		if (shown >= CK_BLOCK_DETAIL) {
+		if (shown >= CK_BLOCK_DETAIL && !(ck->ck_flags & SX_CHECK_ALL_BLOCKS)) {
 			/* enough detail: count the rest quietly */
 			ck->ck_problems++;
 			hidden++;
@@ -442,9 +465,10 @@ int sx_check_files(struct sx_checker *ck, const struct sx_sb *sb)
 	cu.cu_count = sx_zalloc(sizeof(u32) * cu.cu_n, 0);
 	cu.cu_refc = sx_zalloc(sizeof(u32) * cu.cu_n, 0);
 	cu.cu_meta = sx_zalloc(cu.cu_n / 8 + 1, 0);
+	cu.cu_weak = sx_zalloc(cu.cu_n / 8 + 1, 0);
 	cu.cu_inode = sx_zalloc(cu.cu_n / 8 + 1, 0);
 	cu.cu_buf = sx_alloc(mp->m_bsize, 0);
-	if (!cu.cu_count || !cu.cu_refc || !cu.cu_meta || !cu.cu_inode || !cu.cu_buf)
+	if (!cu.cu_count || !cu.cu_refc || !cu.cu_meta || !cu.cu_weak || !cu.cu_inode || !cu.cu_buf)
 		goto out_free;
 	error = 0;
 
@@ -504,6 +528,7 @@ out_free:
 	sx_free(cu.cu_buf);
 	sx_free(cu.cu_inode);
 	sx_free(cu.cu_meta);
+	sx_free(cu.cu_weak);
 	sx_free(cu.cu_refc);
 	sx_free(cu.cu_count);
 	return error;

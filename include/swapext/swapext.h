@@ -223,6 +223,12 @@ enum {
 	 * allocated below the file layer (the journal's own tests and demo).
 	 */
 	SX_CHECK_SPACE_ONLY	= (1u << 0),
+	/*
+	 * Report every data block that has a problem, not only the first
+	 * ones: for programs that compare two reports block by block (the
+	 * field fuzzer's before and after).
+	 */
+	SX_CHECK_ALL_BLOCKS	= (1u << 1),
 };
 
 /** sx_check_flags() - sx_check() with SX_CHECK_* @flags */

@@ -4,7 +4,8 @@
  * API is clean, and each kind of damage to who owns which block is found
  * and named: a leaked block, a block mapped twice without a refcount, a
  * refcount that is wrong, a mapped block that is free, wrong link, block
- * and inode counts, overlapping mappings.
+ * and inode counts, overlapping mappings; a damaged pointer hides neither
+ * the structure that owns the block it aims at nor that block's data.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,6 +231,79 @@ static void test_mapped_but_free(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* Make a's fork a B+tree whose root is block *@arg (a damaged pointer). */
+static void broot_at(u8 *blk, void *arg)
+{
+	struct sx_dinode *di = (void *)blk;
+
+	/* the verifier wants a B+tree fork to hold records: keep a's count */
+	di->di_format = cpu_to_le16(SX_DIF_BTREE);
+	di->di_broot = cpu_to_le64(*(u64 *)arg);
+	di->di_blevel = 0;
+}
+
+/* The root of the refcount tree and the first block b maps. */
+static void roots(struct sx_bdev *bd, u64 *refc_root, u64 *b_block)
+{
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_extent ext[1];
+	u8 *blk = malloc(BS);
+	u32 n;
+	int fd;
+
+	sxt_bdev_peek(bd, mp->m_sb.sb_fsinfo * BS, blk, BS);
+	*refc_root = le64_to_cpu(((struct sx_dfsinfo *)blk)->fi_refc_root);
+	assert_int_not_equal(*refc_root, 0);
+	assert_int_equal(sx_open(mp, "b", &fd), 0);
+	assert_int_equal(sx_fiemap(mp, fd, 0, BS, ext, 1, &n), 0);
+	assert_int_equal(n, 1);
+	*b_block = ext[0].ex_physical / BS;
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	free(blk);
+}
+
+/*
+ * A damaged fork root aimed at the refcount tree's root: the file's walk
+ * reaches it first and finds no bmbt block there, but the refcount tree
+ * still owns it and is walked, so the refcounts left without their second
+ * owner are reported (they were hidden behind "already used as
+ * metadata" when a block that failed to verify kept its claim).
+ */
+static void test_bad_pointer_to_refcbt(void **state)
+{
+	struct sxt_text r;
+	u64 a, b, root, data;
+	struct sx_bdev *bd = build(&a, &b);
+
+	roots(bd, &root, &data);
+	patch(bd, a, broot_at, &root);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "is bad"));
+	assert_false(sxt_text_has(&r, "already used as metadata"));
+	assert_true(sxt_text_has(&r, "is mapped 1 time, but has a refcount record of 2"));
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A damaged fork root aimed at a block another file maps: the pointer is
+ * reported as bad, and the block is that file's data, not metadata also
+ * mapped (which would make the block's owner look cross-linked).
+ */
+static void test_bad_pointer_to_data(void **state)
+{
+	struct sxt_text r;
+	u64 a, b, root, data;
+	struct sx_bdev *bd = build(&a, &b);
+
+	roots(bd, &root, &data);
+	patch(bd, a, broot_at, &data);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "is bad"));
+	assert_false(sxt_text_has(&r, "is metadata and also mapped"));
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +313,8 @@ int main(void)
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_counts),
 		cmocka_unit_test(test_mapped_but_free),
+		cmocka_unit_test(test_bad_pointer_to_refcbt),
+		cmocka_unit_test(test_bad_pointer_to_data),
 	};
 
 	sx_thread_enter();
