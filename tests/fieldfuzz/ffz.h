@@ -9,6 +9,7 @@
  *	golden.c	the golden images, built by the engine itself
  *	fields.c	the field tables, from format.h and swap_log.h
  *	locate.c	the objects of an image, found by walking it
+ *	compare.c	which problems after the workload the damage did not cause
  *	fieldfuzz.c	the cases, the runs in forked children, the figures
  */
 #ifndef FFZ_H
@@ -181,5 +182,20 @@ void ffz_locate(struct ffz_image *im, u32 index, struct ffz_obj **objs, u32 *nob
 /* ffz_read()/ffz_write() - bytes of a device, aborting on error */
 void ffz_read(struct sx_bdev *bd, u64 off, void *buf, u32 len);
 void ffz_write(struct sx_bdev *bd, u64 off, const void *buf, u32 len);
+
+/* ------------------------------------------------------------ compare.c */
+
+struct sxt_text;
+
+/*
+ * ffz_new_problems() - the problems of checker report @p1 that report @p0
+ * does not account for (compare.c says how); the first in @first
+ */
+u32 ffz_new_problems(const struct sxt_text *p0, const struct sxt_text *p1, char *first,
+		     size_t flen);
+
+/* ffz_new_crosslinks() - the same, counting only cross-links (compare.c) */
+u32 ffz_new_crosslinks(const struct sxt_text *p0, const struct sxt_text *p1, char *first,
+		       size_t flen);
 
 #endif /* FFZ_H */
