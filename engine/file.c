@@ -351,6 +351,16 @@ static int sx_file_lookup(struct sx_trans *tp, struct sx_inode *dp, const char *
 		sx_irele(ip);
 		return (ip->i_mode & SX_IFMT) == SX_IFDIR ? -EISDIR : -EFSCORRUPTED;
 	}
+	/*
+	 * A name of an inode without links: damage (names and links change
+	 * together, under the directory's lock).  Released as it is, the
+	 * inode would be freed under its name.
+	 */
+	if (SX_IS_CORRUPT(dp->i_mp, ip->i_nlink == 0)) {
+		sx_inode_mark_damaged(ip);
+		sx_irele(ip);
+		return -EFSCORRUPTED;
+	}
 	*ipp = ip;
 	return 0;
 }

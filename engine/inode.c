@@ -93,6 +93,8 @@ static int sx_inode_verify(struct sx_mount *mp, const void *data)
 
 	if (SX_IS_CORRUPT(mp, le64_to_cpu(di->di_hdr.bh_owner) != ino) ||
 	    SX_IS_CORRUPT(mp, (mode & SX_IFMT) != SX_IFREG && (mode & SX_IFMT) != SX_IFDIR) ||
+	    /* the root is the only directory and is never unlinked */
+	    SX_IS_CORRUPT(mp, (mode & SX_IFMT) == SX_IFDIR && di->di_nlink == 0) ||
 	    SX_IS_CORRUPT(mp, le32_to_cpu(di->di_flags) & ~SX_DIFLAG_ALL) ||
 	    SX_IS_CORRUPT(mp, le64_to_cpu(di->di_nblocks) > mp->m_sb.sb_dblocks) ||
 	    SX_IS_CORRUPT(mp, next != 0 && (!ino_data_block(mp, next) || next == ino)) ||
@@ -565,6 +567,15 @@ static int ino_inactive(struct sx_inode *ip)
 	return sx_inode_free(ip);
 }
 
+void sx_inode_mark_damaged(struct sx_inode *ip)
+{
+	struct sx_icache *ic = ip->i_mp->m_icache;
+
+	sx_mutex_lock(&ic->ic_lock);
+	sx_store_release(ip->i_iflags, ip->i_iflags | SX_IF_DAMAGED);
+	sx_mutex_unlock(&ic->ic_lock);
+}
+
 /* Drop a reference; the last one of an inode with no links and no opens frees it. */
 int sx_irele(struct sx_inode *ip)
 {
@@ -600,7 +611,7 @@ int sx_irele(struct sx_inode *ip)
 	sx_store_release(ip->i_iflags, ip->i_iflags | SX_IF_FREEING);
 	sx_mutex_unlock(&ic->ic_lock);
 
-	if (ip->i_nlink == 0 && ip->i_opens == 0) {
+	if (ip->i_nlink == 0 && ip->i_opens == 0 && !(ip->i_iflags & SX_IF_DAMAGED)) {
 		error = ino_inactive(ip);
 		if (error)
 			sx_warn(mp, "inode %llu not freed (error %d); left on the unlinked list",

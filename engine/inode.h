@@ -64,6 +64,12 @@ struct sx_inode {
 enum {
 	SX_IF_FREEING	= (1u << 0),	/* being torn down: lookups skip it */
 	SX_IF_UNLINKED	= (1u << 1),	/* on the on-disk unlinked list */
+	/*
+	 * Found by a name with no links on disk: damage.  Never freed when
+	 * the last reference goes, which would free a named file (and for
+	 * the root directory, every file).
+	 */
+	SX_IF_DAMAGED	= (1u << 2),
 };
 
 /*
@@ -95,6 +101,14 @@ void sx_icache_destroy(struct sx_mount *mp);
 int sx_iget(struct sx_mount *mp, u64 ino, u64 gen, struct sx_inode **ipp);
 /** sx_ihold() - take another reference */
 void sx_ihold(struct sx_inode *ip);
+/**
+ * sx_inode_mark_damaged() - keep @ip from being freed at its last release
+ *
+ * For an inode found to be damaged (a name leads to it but it has no
+ * links): freeing it would spread the damage to everything it holds.
+ */
+void sx_inode_mark_damaged(struct sx_inode *ip);
+
 /**
  * sx_irele() - drop a reference; the last one of an inode with no links and
  * no opens frees it (its blocks, then the inode)
