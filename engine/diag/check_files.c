@@ -372,12 +372,16 @@ static void ck_usage_judge(struct ck_usage *cu)
 	for (b = 0; b < cu->cu_n; b++) {
 		u64 bno = cu->cu_base + b, i = bno / nbits, bit = bno % nbits;
 		u32 count = cu->cu_count[b], refc = cu->cu_refc[b];
-		/*
-		 * A block only damaged pointers claim, which files map, is
-		 * data those pointers aim at: they were reported as bad.
-		 */
-		bool meta = ck_bit(cu->cu_meta, b) && !(ck_bit(cu->cu_weak, b) && count), used, bad;
+		bool weak = ck_bit(cu->cu_weak, b), meta = ck_bit(cu->cu_meta, b) && !weak, used, bad;
 		u64 before = ck->ck_problems;
+
+		/*
+		 * A block only damaged pointers claim (reported as bad) is
+		 * nobody's metadata: if files map it, it is their data; if
+		 * not, whether it should be in use is unknown.
+		 */
+		if (weak && !count)
+			continue;
 
 		if (i != idx) {
 			idx = i;

@@ -5,7 +5,8 @@
  * and named: a leaked block, a block mapped twice without a refcount, a
  * refcount that is wrong, a mapped block that is free, wrong link, block
  * and inode counts, overlapping mappings; a damaged pointer hides neither
- * the structure that owns the block it aims at nor that block's data.
+ * the structure that owns the block it aims at nor that block's data, and
+ * makes no free block look like lost metadata.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -304,6 +305,23 @@ static void test_bad_pointer_to_data(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A damaged fork root aimed at a free block: the pointer is reported as
+ * bad, and the free block is not called metadata the bitmap lost.
+ */
+static void test_bad_pointer_to_free(void **state)
+{
+	struct sxt_text r;
+	u64 a, b, free_blk = 16 * MIB / BS - 1;
+	struct sx_bdev *bd = build(&a, &b);
+
+	patch(bd, a, broot_at, &free_blk);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "is bad"));
+	assert_false(sxt_text_has(&r, "is free but holds metadata"));
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_mapped_but_free),
 		cmocka_unit_test(test_bad_pointer_to_refcbt),
 		cmocka_unit_test(test_bad_pointer_to_data),
+		cmocka_unit_test(test_bad_pointer_to_free),
 	};
 
 	sx_thread_enter();
