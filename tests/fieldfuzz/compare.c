@@ -11,9 +11,10 @@
  * 17 ...").  What must not happen is damage spreading to what was sound,
  * or a block becoming cross-linked.  So a P1 problem is known when:
  *   - it names a subject (block N, inode N, directory N, superblock copy
- *     N, refcount record [N) that some P0 problem names too, unless it is
- *     a cross-link (below) that P0 did not report of that subject in the
- *     same words; or
+ *     N, refcount record [N) that some P0 problem names too, and if it is
+ *     a cross-link (below), that P0 problem is one too (a block the damage
+ *     left mapped twice with a refcount of 1 is freed by the first unmap:
+ *     "free but mapped" is the same damage); or
  *   - it names none, and a P0 problem reads the same but for its digits.
  * A cross-link is a block free but in use, metadata also mapped, a block
  * used twice, an inode reached twice, or a block mapped more times than
@@ -142,12 +143,13 @@ static bool c_known(const struct sxt_text *p0, const char *line, size_t len)
 	while ((q = c_next(p0, &pos, &l)) != NULL) {
 		if (l == len && !memcmp(q, line, len))
 			return true;
-		if (!has || cross) {
-			if (c_same_but_digits(q, l, line, len) &&
-			    (!has || (c_subject(q, l, s0, sizeof(s0)) && !strcmp(s0, subj))))
+		if (!has) {
+			if (c_same_but_digits(q, l, line, len))
 				return true;
 			continue;
 		}
+		if (cross && !c_crosslink(q, l))
+			continue;
 		if (c_subject(q, l, s0, sizeof(s0)) && !strcmp(s0, subj))
 			return true;
 	}

@@ -395,7 +395,8 @@ static bool ffz_workload(struct sx_mount *mp)
 		error = sx_fstat(mp, big, &st);
 		if (w_err(mp, W_READ, error))
 			goto out;
-		for (off = 0; !error && off < st.st_size; off += (u64)n) {
+		/* damage may make the size anything: read what the device could hold */
+		for (off = 0; !error && off < sx_min(st.st_size, FFZ_SIZE); off += (u64)n) {
 			n = sx_pread(mp, big, buf, 16 * FFZ_BS, off);
 			if (w_err(mp, W_READ, n <= 0 ? (n ? n : -ENODATA) : 0))
 				goto out;
