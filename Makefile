@@ -10,6 +10,7 @@
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
 #   make coverage        gcov/lcov report of engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
+#   make fieldfuzz       field fuzzing of golden images under ASan+UBSan (~25 min)
 #   make check-portable  engine/ includes only the platform header and its own
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
 #   make kcheck          the module in Linux 6.1 under qemu; make check runs it
@@ -492,6 +493,8 @@ help:
 	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
+	@echo "  fieldfuzz       every field of golden images damaged 8 ways, under ASan+UBSan"
+	@echo "                  (FIELDFUZZ_ARGS; figures in $(BUILD)/fieldfuzz/report.md)"
 	@echo "  check-portable  engine/ includes and freestanding compile"
 	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
 	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"

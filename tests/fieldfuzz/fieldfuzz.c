@@ -914,7 +914,7 @@ static void ffz_figures(FILE *f, struct ffz_tally *total)
 		total->t_n[O_FORGED], t_fail(total));
 	fprintf(f, "forged-log: a log record damaged with its CRC recomputed was replayed and the\n"
 		"checker finds what it did. A CRC cannot tell a forged record from a real one\n"
-		"(README, \"What the engine detects\"); these are counted apart, not passed.\n");
+		"(README, \"What damage is detected\"); these are counted apart, not passed.\n");
 }
 
 static void ffz_failures(void)

@@ -18,7 +18,8 @@
  * older version, for the lost writes, is the image before that batch.
  *
  * "log" is "clean" mounted with a log record per transaction, given an
- * open unlinked file, an unlink, a copy-on-write, a swap and a clone, and
+ * open unlinked file (checkpointed: on the disk's unlinked list too), a
+ * new file, a copy-on-write, a punch, a swap and a clone, and
  * then one chain of deferred work: an unmap of all of c (BUI), which drops
  * references (CUI) and frees what had no other owner (EFI), in front of a
  * swap of a and b (SXI).  The power is cut at the first device write of
@@ -171,13 +172,24 @@ static void g_last(struct sx_mount *mp)
 static int g_before_chain(struct sx_mount *mp)
 {
 	struct file_swap_range fsr;
-	int tmp, big, a, b, g;
+	int tmp, big, pad, a, b, g;
 
-	/* open and unlinked when the power goes: on the unlinked list */
+	/*
+	 * Open and unlinked when the power goes: on the unlinked list, which
+	 * a checkpoint puts on the disk too (else only the log would hold it).
+	 */
 	g_ok(sx_open_tmpfile(mp, 0644, &tmp), "tmpfile");
 	g_put(mp, tmp, 0, 3, 9);
 	g_ok(sx_unlink(mp, "f06"), "unlink");
+	g_ok(sx_checkpoint(mp), "checkpoint");
+	/* a new inode: its block logged whole */
+	g = g_create(mp, "h");
+	g_ok(sx_close(mp, g), "close");
 	big = g_open(mp, FFZ_BIG);
+	/* a punch of blocks no other file shares: an EFI and its EFD */
+	pad = g_open(mp, FFZ_PAD);
+	g_ok(sx_punch(mp, pad, 40 * FFZ_BS, 2 * FFZ_BS), "punch");
+	g_ok(sx_close(mp, pad), "close");
 	g_put(mp, big, 7, 1, 1);
 	a = g_open(mp, "a");
 	b = g_open(mp, "b");
