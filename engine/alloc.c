@@ -595,7 +595,7 @@ static int alloc_change(struct sx_trans *tp, struct sx_alloc *a, u64 bno, u64 le
  * per block allocated and would not be sound either: a freed block keeps
  * its last header on the disk.  A hit means the bitmap is damaged.
  */
-static int alloc_check_unowned(struct sx_mount *mp, u64 bno, u64 len)
+static const char *alloc_owner(struct sx_mount *mp, u64 bno, u64 len, u64 *hitp)
 {
 	const struct sx_sb *sb = &mp->m_sb;
 	const char *what = NULL;
@@ -612,10 +612,37 @@ static int alloc_check_unowned(struct sx_mount *mp, u64 bno, u64 len)
 	} else if (sx_buf_range_live(mp, bno, len, &hit)) {
 		what = "cached metadata";
 	}
+	*hitp = hit;
+	return what;
+}
+
+static int alloc_check_unowned(struct sx_mount *mp, u64 bno, u64 len)
+{
+	u64 hit;
+	const char *what = alloc_owner(mp, bno, len, &hit);
+
 	if (!what)
 		return 0;
 	sx_err(mp, "the bitmap says block %llu is free, but it is %s: a bitmap block is stale (a lost write?); not allocating it",
 	       (unsigned long long)hit, what);
+	return -EFSCORRUPTED;
+}
+
+/*
+ * The same facts guard the freeing of file data (extents a file maps, freed
+ * through an EFI): a mapping damaged to cover metadata would otherwise free
+ * it, and the allocator would hand it out again.  Metadata is freed by its
+ * own structure (B+tree blocks, inodes), never through here.
+ */
+int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len)
+{
+	u64 hit;
+	const char *what = alloc_owner(mp, bno, len, &hit);
+
+	if (!what)
+		return 0;
+	sx_err(mp, "freeing file blocks %llu+%llu, but block %llu is %s: a mapping is damaged; not freeing them",
+	       (unsigned long long)bno, (unsigned long long)len, (unsigned long long)hit, what);
 	return -EFSCORRUPTED;
 }
 

@@ -41,6 +41,16 @@ int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
 int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len);
 
 /**
+ * sx_free_check_data() - check that [@bno, @bno + @len), file data about to
+ * be freed, holds nothing the mount knows as metadata at no I/O cost (the
+ * fsinfo block, the root directory's inode, a cached inode, a block cached
+ * as live metadata)
+ *
+ * Return: 0, or -EFSCORRUPTED (a damaged mapping) if it does.
+ */
+int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len);
+
+/**
  * sx_alloc_reuse_barrier() - before data is written in place into blocks
  * just allocated: force the log if blocks were freed since the last
  * barrier, so that no free that handed those blocks over can be lost in a

@@ -62,7 +62,9 @@ static int sx_efi_finish(struct sx_trans *tp, void *item)
 	u64 n = sx_min(ei->ei_len, (u64)sx_alloc_max_extent(tp->t_mp));
 	int error;
 
-	error = sx_free_extent(tp, ei->ei_bno, n);
+	error = sx_free_check_data(tp->t_mp, ei->ei_bno, n);
+	if (!error)
+		error = sx_free_extent(tp, ei->ei_bno, n);
 	if (error)
 		return error;
 	ei->ei_bno += n;
