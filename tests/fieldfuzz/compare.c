@@ -11,7 +11,8 @@
  * 17 ...").  What must not happen is damage spreading to what was sound,
  * or a block becoming cross-linked.  So a P1 problem is known when:
  *   - it names a subject (block N, inode N, directory N, superblock copy
- *     N, refcount record [N) that some P0 problem names too, and if it is
+ *     N, refcount record [N; an inode's number is its block's, so inode
+ *     N is block N) that some P0 problem names too, and if it is
  *     a cross-link (below), that P0 problem is one too (a block the damage
  *     left mapped twice with a refcount of 1 is freed by the first unmap:
  *     "free but mapped" is the same damage); or
@@ -30,26 +31,35 @@
 
 #define C_PROBLEM	"problem: "
 
-/* The subjects a problem line can name, each followed by a number. */
-static const char *const c_keys[] = {
-	"block ", "inode ", "inode number ", "directory ", "copy ", "record [",
+/*
+ * The subjects a problem line can name, each followed by a number, and the
+ * name the subject goes by: an inode's number is its block's, and the
+ * root directory is an inode, so "inode block 7", "inode 7", "directory 7"
+ * and "block 7" are one subject.
+ */
+static const struct {
+	const char	*key;
+	const char	*as;
+} c_keys[] = {
+	{ "block ", "block " }, { "inode ", "block " }, { "inode number ", "block " },
+	{ "directory ", "block " }, { "copy ", "superblock copy " },
+	{ "record [", "refcount record [" },
 };
 
-/* The subject of @line: a key and its number, in @buf; false if none. */
+/* The subject of @line: its name and number, in @buf; false if none. */
 static bool c_subject(const char *line, size_t len, char *buf, size_t blen)
 {
 	size_t i, k, kl, n;
 
 	for (i = 0; i < len; i++) {
 		for (k = 0; k < ARRAY_SIZE(c_keys); k++) {
-			kl = strlen(c_keys[k]);
-			if (i + kl >= len || memcmp(line + i, c_keys[k], kl) ||
+			kl = strlen(c_keys[k].key);
+			if (i + kl >= len || memcmp(line + i, c_keys[k].key, kl) ||
 			    line[i + kl] < '0' || line[i + kl] > '9')
 				continue;
 			for (n = i + kl; n < len && line[n] >= '0' && line[n] <= '9'; n++)
 				;
-			/* "bmbt block 7" and "block 7" are the same block */
-			snprintf(buf, blen, "%.*s", (int)(n - i), line + i);
+			snprintf(buf, blen, "%s%.*s", c_keys[k].as, (int)(n - i - kl), line + i + kl);
 			return true;
 		}
 	}
