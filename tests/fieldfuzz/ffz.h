@@ -10,11 +10,14 @@
  *	fields.c	the field tables, from format.h and swap_log.h
  *	locate.c	the objects of an image, found by walking it
  *	compare.c	which problems after the workload the damage did not cause
+ *	damage.c	the transforms, applied with the CRC recomputed or stale
+ *	report.c	the figures
  *	fieldfuzz.c	the cases, the runs in forked children, the figures
  */
 #ifndef FFZ_H
 #define FFZ_H
 
+#include <stdio.h>
 #include "sxtest.h"
 #include "sb.h"
 
@@ -197,5 +200,121 @@ u32 ffz_new_problems(const struct sxt_text *p0, const struct sxt_text *p1, char 
 /* ffz_new_crosslinks() - the same, counting only cross-links (compare.c) */
 u32 ffz_new_crosslinks(const struct sxt_text *p0, const struct sxt_text *p1, char *first,
 		       size_t flen);
+
+/* ------------------------------------------------------------ cases */
+
+/* The transforms. */
+enum {
+	X_ZERO, X_ONES, X_HIGH, X_MID, X_LOW, X_INC, X_DEC, X_RAND,
+	FFZ_NX,
+	X_LOST = FFZ_NX,	/* a lost write: the block's older version */
+};
+
+/* Their names, and the names of the steps and outcomes below (report.c). */
+extern const char *const ffz_x_names[];
+extern const char *const ffz_w_names[];
+extern const char *const ffz_o_names[];
+
+/* The workload's steps, for the report. */
+enum {
+	W_CHECK0, W_DAMAGE, W_RECOVER, W_MOUNT, W_OPEN, W_WRITE, W_CLONE, W_SWAP, W_FSYNC, W_READ,
+	W_CLOSE, W_UNMOUNT, W_CHECK1, W_DONE,
+	FFZ_NW,
+};
+
+/* Outcomes. */
+enum {
+	O_NOTRUN,
+	O_UNCHANGED,		/* the transform left the bytes as they were */
+	O_MOUNT_ERR,		/* pass: the mount refused */
+	O_OP_ERR,		/* pass: an operation or the unmount stopped on damage */
+	O_OK_CLEAN,		/* pass: success, the checker then finds nothing */
+	O_OK_KNOWN,		/* pass: success, the checker finds only what P0 found */
+	/*
+	 * Not a pass and not an engine failure: a log record forged with a
+	 * valid CRC (the field damaged, the CRC recomputed) was replayed and
+	 * the checker finds what it did.  No checksum can tell a forged
+	 * record from a real one; counted apart, never hidden.
+	 */
+	O_FORGED,
+	O_FAIL_NEW,		/* success, and the checker finds a new problem */
+	O_FAIL_CRASH,		/* killed by a signal */
+	O_FAIL_HANG,		/* ran past the timeout */
+	O_FAIL_SAN,		/* exited without finishing: a sanitizer report, exit() */
+	O_FAIL_LEAK,		/* LeakSanitizer found a leak */
+	O_FAIL_CHECK,		/* the checker could not run */
+	O_FAIL_RECOVERY,	/* recovery alone left a cross-link the damage had not */
+	FFZ_NO,
+};
+
+/* ffz_failed() - true if outcome @o is a failure */
+static inline bool ffz_failed(u32 o)
+{
+	return o >= O_FAIL_NEW;
+}
+
+struct ffz_case {
+	u32	c_obj;		/* objects[] index; ~0 for a lost write */
+	u16	c_field;
+	u8	c_x;		/* X_* */
+	u8	c_stale;	/* the CRC left as it was */
+	u32	c_image;
+	u64	c_blk;		/* a lost write: the block */
+};
+
+/* What a child reports, in memory shared with the parent. */
+struct ffz_res {
+	u8	r_outcome;
+	u8	r_phase;	/* W_*: how far the child got */
+	u8	r_done;		/* the child finished and wrote its outcome */
+	u8	r_err_step;	/* W_* of the clean error, or of the first refusal */
+	s32	r_error;	/* that error */
+	u32	r_refused;	/* operations refused with another error */
+	u32	r_p0;		/* problems before the mount */
+	u32	r_p1;		/* after the workload */
+	u32	r_pnew;		/* of them, not in P0 */
+	u32	r_prec;		/* cross-links recovery alone made (the "log" image) */
+	u32	r_ms;
+	s32	r_sig;
+	char	r_line[240];	/* the first new problem, or the shutdown's reason */
+};
+
+/* The cases of a run and their results, for damage.c and report.c. */
+struct ffz_set {
+	struct ffz_image	*s_images;	/* FFZ_NIMG of them */
+	const struct ffz_obj	*s_objects;
+	const struct ffz_case	*s_cases;
+	u32			s_ncases;
+	const struct ffz_res	*s_results;
+	u32			s_every;	/* the cases run: each s_every-th */
+	u64			s_seed;
+	bool			s_fields;	/* report.c: tables by field too */
+};
+
+/* ------------------------------------------------------------ damage.c */
+
+/*
+ * ffz_damage() - damage @bd as case @c says; false if the bytes came out
+ * as they were.  @bd may be NULL: only say whether the case changes them.
+ */
+bool ffz_damage(const struct ffz_set *s, struct sx_bdev *bd, const struct ffz_case *c);
+
+/* ------------------------------------------------------------ report.c */
+
+/* Outcomes counted. */
+struct ffz_tally {
+	u32	t_n[FFZ_NO];
+	u32	t_run;
+};
+
+/* ffz_tally_failed() - the failures of @t */
+u32 ffz_tally_failed(const struct ffz_tally *t);
+/* ffz_case_name() - case @c in words, in @buf */
+const char *ffz_case_name(const struct ffz_set *s, const struct ffz_case *c, char *buf,
+			  size_t len);
+/* ffz_figures() - the tables by object, field, transform and CRC mode; the total in *@total */
+void ffz_figures(const struct ffz_set *s, FILE *f, struct ffz_tally *total);
+/* ffz_failures() - the forged-log cases (the first 20) and the failures (the first 200) */
+void ffz_failures(const struct ffz_set *s);
 
 #endif /* FFZ_H */

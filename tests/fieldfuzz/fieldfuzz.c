@@ -44,91 +44,6 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-/* The transforms. */
-enum {
-	X_ZERO, X_ONES, X_HIGH, X_MID, X_LOW, X_INC, X_DEC, X_RAND,
-	FFZ_NX,
-	X_LOST = FFZ_NX,	/* a lost write: the block's older version */
-};
-
-static const char *const x_names[] = {
-	"zero", "ones", "high-bit", "mid-bit", "low-bit", "+1", "-1", "random", "lost-write",
-};
-
-/* The workload's steps, for the report. */
-enum {
-	W_CHECK0, W_DAMAGE, W_RECOVER, W_MOUNT, W_OPEN, W_WRITE, W_CLONE, W_SWAP, W_FSYNC, W_READ,
-	W_CLOSE, W_UNMOUNT, W_CHECK1, W_DONE,
-	FFZ_NW,
-};
-
-static const char *const w_names[] = {
-	"check0", "damage", "recover", "mount", "open", "write", "clone", "swap", "fsync", "read",
-	"close", "unmount", "check1", "done",
-};
-
-/* Outcomes. */
-enum {
-	O_NOTRUN,
-	O_UNCHANGED,		/* the transform left the bytes as they were */
-	O_MOUNT_ERR,		/* pass: the mount refused */
-	O_OP_ERR,		/* pass: an operation or the unmount stopped on damage */
-	O_OK_CLEAN,		/* pass: success, the checker then finds nothing */
-	O_OK_KNOWN,		/* pass: success, the checker finds only what P0 found */
-	/*
-	 * Not a pass and not an engine failure: a log record forged with a
-	 * valid CRC (the field damaged, the CRC recomputed) was replayed and
-	 * the checker finds what it did.  No checksum can tell a forged
-	 * record from a real one; counted apart, never hidden.
-	 */
-	O_FORGED,
-	O_FAIL_NEW,		/* success, and the checker finds a new problem */
-	O_FAIL_CRASH,		/* killed by a signal */
-	O_FAIL_HANG,		/* ran past the timeout */
-	O_FAIL_SAN,		/* exited without finishing: a sanitizer report, exit() */
-	O_FAIL_LEAK,		/* LeakSanitizer found a leak */
-	O_FAIL_CHECK,		/* the checker could not run */
-	O_FAIL_RECOVERY,	/* recovery alone left a cross-link the damage had not */
-	FFZ_NO,
-};
-
-static const char *const o_names[] = {
-	"not run", "unchanged", "mount-err", "op-err", "ok-clean", "ok-known", "forged-log",
-	"FAIL-new", "FAIL-crash", "FAIL-hang", "FAIL-sanitizer", "FAIL-leak", "FAIL-checker",
-	"FAIL-recovery",
-};
-
-static bool o_failed(u32 o)
-{
-	return o >= O_FAIL_NEW;
-}
-
-struct ffz_case {
-	u32	c_obj;		/* objects[] index; ~0 for a lost write */
-	u16	c_field;
-	u8	c_x;		/* X_* */
-	u8	c_stale;	/* the CRC left as it was */
-	u32	c_image;
-	u64	c_blk;		/* a lost write: the block */
-};
-
-/* What a child reports, in memory shared with the parent. */
-struct ffz_res {
-	u8	r_outcome;
-	u8	r_phase;	/* W_*: how far the child got */
-	u8	r_done;		/* the child finished and wrote its outcome */
-	u8	r_err_step;	/* W_* of the clean error, or of the first refusal */
-	s32	r_error;	/* that error */
-	u32	r_refused;	/* operations refused with another error */
-	u32	r_p0;		/* problems before the mount */
-	u32	r_p1;		/* after the workload */
-	u32	r_pnew;		/* of them, not in P0 */
-	u32	r_prec;		/* cross-links recovery alone made (the "log" image) */
-	u32	r_ms;
-	s32	r_sig;
-	char	r_line[240];	/* the first new problem, or the shutdown's reason */
-};
-
 /* Options. */
 static u64 o_seed = 0x5eedf1e1dull;
 static u32 o_every = 40;	/* make check: a sample; --all: 1 */
@@ -148,158 +63,8 @@ static u32 nobjects;
 static struct ffz_case *cases;
 static u32 ncases;
 static struct ffz_res *results;
-
-/* ------------------------------------------------------------ damage */
-
-static u64 ffz_mix(u64 x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* Apply transform @x to the @size little-endian bytes at @p. */
-static void ffz_xform(u8 *p, u32 size, u32 x, u64 rnd)
-{
-	u32 i, bit;
-
-	switch (x) {
-	case X_ZERO:
-		memset(p, 0, size);
-		break;
-	case X_ONES:
-		memset(p, 0xff, size);
-		break;
-	case X_HIGH:
-		p[size - 1] ^= 0x80;
-		break;
-	case X_MID:
-		bit = size * 4;
-		p[bit / 8] ^= (u8)(1u << (bit % 8));
-		break;
-	case X_LOW:
-		p[0] ^= 1;
-		break;
-	case X_INC:
-		for (i = 0; i < size && ++p[i] == 0; i++)
-			;
-		break;
-	case X_DEC:
-		for (i = 0; i < size && p[i]-- == 0; i++)
-			;
-		break;
-	case X_RAND:
-		for (i = 0; i < size; i++) {
-			if (i % 8 == 0)
-				rnd = ffz_mix(rnd);
-			p[i] = (u8)(rnd >> (8 * (i % 8)));
-		}
-		break;
-	}
-}
-
-/* The random bytes of a field do not depend on the CRC mode or the sample. */
-static u64 ffz_case_rnd(const struct ffz_case *c)
-{
-	return ffz_mix(o_seed ^ ffz_mix(((u64)c->c_image << 48) ^ ((u64)c->c_obj << 16) ^
-					c->c_field));
-}
-
-/* Bytes a log record's CRC may cover from @off: to the end of the log area. */
-static u32 ffz_log_room(const struct ffz_image *im, u64 off)
-{
-	u64 room = im->fi_log_end - off;
-	u64 max = (u64)sx_log_rec_max_blocks(im->fi_sb.sb_logblocks, FFZ_BS) * FFZ_BS;
-
-	return (u32)sx_min(room, max);
-}
-
-/*
- * Make record @r's CRC right over the length its header now gives (a
- * forger's length, if it fits the log), then chain each later record of
- * the valid log to its predecessor again.
- */
-static void ffz_fix_log(struct sx_bdev *bd, const struct ffz_image *im, u32 r, u8 *buf)
-{
-	struct sx_dlog_rec *rec = (struct sx_dlog_rec *)buf;
-	u64 off = im->fi_recs[r].lr_off;
-	u32 blocks = le32_to_cpu(rec->lr_blocks), len, crc, old = le32_to_cpu(rec->lr_crc);
-
-	len = im->fi_recs[r].lr_blocks * FFZ_BS;
-	if (blocks && (u64)blocks * FFZ_BS <= ffz_log_room(im, off))
-		len = blocks * FFZ_BS;
-	ffz_read(bd, off, buf, len);
-	crc = sx_cksum_skip(buf, len, offsetof(struct sx_dlog_rec, lr_crc));
-	rec->lr_crc = cpu_to_le32(crc);
-	ffz_write(bd, off, buf, len);
-	if (crc == old)
-		return;
-	for (r++; r < im->fi_nrecs; r++) {
-		off = im->fi_recs[r].lr_off;
-		len = im->fi_recs[r].lr_blocks * FFZ_BS;
-		ffz_read(bd, off, buf, len);
-		rec->lr_prev_crc = cpu_to_le32(crc);
-		crc = sx_cksum_skip(buf, len, offsetof(struct sx_dlog_rec, lr_crc));
-		rec->lr_crc = cpu_to_le32(crc);
-		ffz_write(bd, off, buf, len);
-	}
-}
-
-/*
- * Damage @bd as case @c says; false if the bytes came out as they were.
- * @bd may be NULL: only say whether the case changes anything.
- */
-static bool ffz_damage(struct sx_bdev *bd, const struct ffz_case *c)
-{
-	const struct ffz_image *im = &images[c->c_image];
-	const struct ffz_obj *o;
-	const struct ffz_field *f;
-	u8 before[512], *buf, *p;
-	u32 len;
-	bool changed;
-
-	if (c->c_x == X_LOST) {
-		u8 blk[FFZ_BS];
-
-		if (bd) {
-			ffz_read(im->fi_old, c->c_blk * FFZ_BS, blk, FFZ_BS);
-			ffz_write(bd, c->c_blk * FFZ_BS, blk, FFZ_BS);
-		}
-		return true;
-	}
-	o = &objects[c->c_obj];
-	f = ffz_obj_field(o, c->c_field);
-	len = o->o_crc == FFZ_CRC_LOG ? ffz_log_room(im, o->o_unit) : o->o_unit_len;
-	buf = malloc(len);
-	if (!buf)
-		abort();
-	ffz_read(bd ? bd : im->fi_bd, o->o_unit, buf, o->o_unit_len);
-	p = buf + (o->o_off - o->o_unit) + f->f_off;
-	memcpy(before, p, f->f_size);
-	ffz_xform(p, f->f_size, c->c_x, ffz_case_rnd(c));
-	changed = memcmp(before, p, f->f_size) != 0;
-	if (!bd || !changed) {
-		free(buf);
-		return changed;
-	}
-	if (c->c_stale || (f->f_flags & FFZ_F_CRC)) {
-		ffz_write(bd, o->o_unit, buf, o->o_unit_len);
-	} else if (o->o_crc == FFZ_CRC_SB) {
-		((struct sx_dsb *)buf)->sb_crc = cpu_to_le32(sx_cksum_skip(buf, SX_SB_SIZE,
-						offsetof(struct sx_dsb, sb_crc)));
-		ffz_write(bd, o->o_unit, buf, o->o_unit_len);
-	} else if (o->o_crc == FFZ_CRC_BLOCK) {
-		((struct sx_dblk_hdr *)buf)->bh_crc = cpu_to_le32(sx_cksum_skip(buf, FFZ_BS,
-						offsetof(struct sx_dblk_hdr, bh_crc)));
-		ffz_write(bd, o->o_unit, buf, o->o_unit_len);
-	} else {
-		ffz_write(bd, o->o_unit, buf, o->o_unit_len);
-		ffz_fix_log(bd, im, o->o_rec, buf);
-	}
-	free(buf);
-	return true;
-}
+/* the same, for damage.c and report.c */
+static struct ffz_set set;
 
 /* ------------------------------------------------------------ a case */
 
@@ -525,7 +290,7 @@ static void ffz_run(struct sx_bdev *bd, u32 img, const struct ffz_case *c, struc
 	w_res = r;
 	w_phase(W_DAMAGE);
 	if (c)
-		ffz_damage(bd, c);
+		ffz_damage(&set, bd, c);
 	w_phase(W_CHECK0);
 	n = ffz_check(bd, &p0, verbose, "before the mount");
 	if (n < 0) {
@@ -607,23 +372,6 @@ static void ffz_child(const struct ffz_case *c, struct ffz_res *r, u32 id)
 }
 
 /* ------------------------------------------------------------ the cases */
-
-static const char *ffz_case_name(const struct ffz_case *c, char *buf, size_t len)
-{
-	const struct ffz_obj *o;
-
-	if (c->c_x == X_LOST) {
-		snprintf(buf, len, "%s: lost write of block %llu (%s)", images[c->c_image].fi_name,
-			 (unsigned long long)c->c_blk, "older version");
-		return buf;
-	}
-	o = &objects[c->c_obj];
-	snprintf(buf, len, "%s: %s [%s] %s %s, CRC %s", images[c->c_image].fi_name,
-		 o->o_type->ot_name, o->o_where, ffz_obj_field(o, c->c_field)->f_name,
-		 x_names[c->c_x], (ffz_obj_field(o, c->c_field)->f_flags & FFZ_F_CRC) ?
-		 "(the field)" : c->c_stale ? "stale" : "recomputed");
-	return buf;
-}
 
 static void ffz_add_case(const struct ffz_case *c)
 {
@@ -718,7 +466,7 @@ static void ffz_reap(struct ffz_kid *kids, u32 *nkids)
 		r->r_outcome = O_FAIL_SAN;
 		r->r_sig = WEXITSTATUS(status);
 	}
-	if (o_logdir && !o_failed(r->r_outcome)) {
+	if (o_logdir && !ffz_failed(r->r_outcome)) {
 		char path[512];
 
 		snprintf(path, sizeof(path), "%s/case-%u.log", o_logdir, kids[i].k_case);
@@ -739,7 +487,7 @@ static void ffz_run_all(void)
 	for (i = 0; i < ncases; i += o_every) {
 		pid_t pid;
 
-		if (!ffz_damage(NULL, &cases[i])) {
+		if (!ffz_damage(&set, NULL, &cases[i])) {
 			results[i].r_outcome = O_UNCHANGED;
 			done++;
 			continue;
@@ -787,170 +535,14 @@ static bool ffz_baseline(void)
 		waitpid(pid, &status, 0);
 		if (!r[img].r_done || r[img].r_outcome != O_OK_CLEAN || r[img].r_refused) {
 			printf("FAIL: golden image \"%s\" undamaged: %s at %s (%d, %u refused) %s\n",
-			       images[img].fi_name, o_names[r[img].r_outcome],
-			       w_names[r[img].r_phase], r[img].r_error, r[img].r_refused,
+			       images[img].fi_name, ffz_o_names[r[img].r_outcome],
+			       ffz_w_names[r[img].r_phase], r[img].r_error, r[img].r_refused,
 			       r[img].r_line);
 			ok = false;
 		}
 	}
 	munmap(r, sizeof(*r) * FFZ_NIMG);
 	return ok;
-}
-
-/* ------------------------------------------------------------ figures */
-
-struct ffz_tally {
-	u32	t_n[FFZ_NO];
-	u32	t_run;
-};
-
-static void t_add(struct ffz_tally *t, u32 outcome)
-{
-	t->t_n[outcome]++;
-	if (outcome != O_NOTRUN && outcome != O_UNCHANGED)
-		t->t_run++;
-}
-
-static u32 t_fail(const struct ffz_tally *t)
-{
-	u32 o, n = 0;
-
-	for (o = O_FAIL_NEW; o < FFZ_NO; o++)
-		n += t->t_n[o];
-	return n;
-}
-
-static void t_header(FILE *f, const char *what)
-{
-	fprintf(f, "| %s | cases | unchanged | mount-err | op-err | ok-clean | ok-known | forged-log | failed |\n",
-		what);
-	fprintf(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-}
-
-static void t_row(FILE *f, const char *name, const struct ffz_tally *t)
-{
-	fprintf(f, "| %s | %u | %u | %u | %u | %u | %u | %u | %u |\n", name, t->t_run,
-		t->t_n[O_UNCHANGED], t->t_n[O_MOUNT_ERR], t->t_n[O_OP_ERR], t->t_n[O_OK_CLEAN],
-		t->t_n[O_OK_KNOWN], t->t_n[O_FORGED], t_fail(t));
-}
-
-/* The row name of a case: object, or object.field with @field. */
-static void ffz_row_name(const struct ffz_case *c, bool field, char *buf, size_t len)
-{
-	const struct ffz_obj *o;
-
-	if (c->c_x == X_LOST) {
-		snprintf(buf, len, "lost write");
-		return;
-	}
-	o = &objects[c->c_obj];
-	if (field)
-		snprintf(buf, len, "%s . %s", o->o_type->ot_name,
-			 ffz_obj_field(o, c->c_field)->f_name);
-	else
-		snprintf(buf, len, "%s", o->o_type->ot_name);
-}
-
-/* One table per image: rows named by @field or not, in the order they first appear. */
-static void ffz_table(FILE *f, u32 img, bool field, struct ffz_tally *total)
-{
-	char (*names)[96] = calloc(ncases ? ncases : 1, sizeof(*names));
-	struct ffz_tally *t = calloc(ncases ? ncases : 1, sizeof(*t));
-	u32 nrows = 0, i, j;
-	char name[96];
-
-	if (!names || !t)
-		abort();
-	for (i = 0; i < ncases; i += o_every) {
-		if (cases[i].c_image != img)
-			continue;
-		ffz_row_name(&cases[i], field, name, sizeof(name));
-		for (j = 0; j < nrows && strcmp(names[j], name); j++)
-			;
-		if (j == nrows)
-			memcpy(names[nrows++], name, sizeof(name));
-		t_add(&t[j], results[i].r_outcome);
-		if (total)
-			t_add(total, results[i].r_outcome);
-	}
-	fprintf(f, "\nImage \"%s\", by %s:\n\n", images[img].fi_name, field ? "field" : "object");
-	t_header(f, field ? "object . field" : "object");
-	for (j = 0; j < nrows; j++)
-		t_row(f, names[j], &t[j]);
-	free(names);
-	free(t);
-}
-
-static void ffz_figures(FILE *f, struct ffz_tally *total)
-{
-	struct ffz_tally tx[FFZ_NX + 1], tc[2];
-	u32 img, i;
-
-	memset(total, 0, sizeof(*total));
-	for (img = 0; img < FFZ_NIMG; img++)
-		ffz_table(f, img, false, total);
-	if (o_fields)
-		for (img = 0; img < FFZ_NIMG; img++)
-			ffz_table(f, img, true, NULL);
-
-	memset(tx, 0, sizeof(tx));
-	memset(tc, 0, sizeof(tc));
-	for (i = 0; i < ncases; i += o_every) {
-		t_add(&tx[cases[i].c_x], results[i].r_outcome);
-		if (cases[i].c_x != X_LOST)
-			t_add(&tc[cases[i].c_stale], results[i].r_outcome);
-	}
-	fprintf(f, "\nBy transform:\n\n");
-	t_header(f, "transform");
-	for (i = 0; i <= FFZ_NX; i++)
-		t_row(f, x_names[i], &tx[i]);
-	fprintf(f, "\nBy CRC:\n\n");
-	t_header(f, "CRC");
-	t_row(f, "recomputed", &tc[0]);
-	t_row(f, "stale (or the CRC field itself)", &tc[1]);
-	fprintf(f, "\nAll: %u cases run, %u unchanged (not run), %u mount-err, %u op-err, %u ok-clean, %u ok-known, %u forged-log, %u failed\n",
-		total->t_run, total->t_n[O_UNCHANGED], total->t_n[O_MOUNT_ERR],
-		total->t_n[O_OP_ERR], total->t_n[O_OK_CLEAN], total->t_n[O_OK_KNOWN],
-		total->t_n[O_FORGED], t_fail(total));
-	fprintf(f, "forged-log: a log record damaged with its CRC recomputed was replayed and the\n"
-		"checker finds what it did. A CRC cannot tell a forged record from a real one\n"
-		"(README, \"What damage is detected\"); these are counted apart, not passed.\n");
-}
-
-static void ffz_failures(void)
-{
-	u32 i, shown = 0, forged = 0;
-	char name[256];
-
-	for (i = 0; i < ncases; i += o_every) {
-		const struct ffz_res *r = &results[i];
-
-		if (r->r_outcome != O_FORGED || forged++ >= 20)
-			continue;
-		printf("forged-log case %u: %s: %s\n", i, ffz_case_name(&cases[i], name, sizeof(name)),
-		       r->r_line);
-	}
-
-	for (i = 0; i < ncases; i += o_every) {
-		const struct ffz_res *r = &results[i];
-
-		if (!o_failed(r->r_outcome))
-			continue;
-		if (shown++ >= 200)
-			continue;
-		printf("FAIL case %u: %s: %s at %s", i, ffz_case_name(&cases[i], name, sizeof(name)),
-		       o_names[r->r_outcome], w_names[r->r_phase]);
-		if (r->r_sig)
-			printf(" (signal/status %d)", r->r_sig);
-		if (r->r_outcome == O_FAIL_RECOVERY)
-			printf(": %u cross-links after recovery alone: %s", r->r_prec, r->r_line);
-		if (r->r_outcome == O_FAIL_NEW)
-			printf(": %u new of %u problems (%u before): %s", r->r_pnew, r->r_p1, r->r_p0,
-			       r->r_line);
-		printf("\n");
-	}
-	if (shown > 200)
-		printf("(%u more failures)\n", shown - 200);
 }
 
 /* ------------------------------------------------------------ main */
@@ -1041,17 +633,22 @@ int main(int argc, char **argv)
 		       images[img].fi_nrecs);
 	}
 	ffz_cases();
+	set = (struct ffz_set){
+		.s_images = images, .s_objects = objects, .s_cases = cases, .s_ncases = ncases,
+		.s_every = o_every, .s_seed = o_seed, .s_fields = o_fields,
+	};
 	printf("fieldfuzz: %u objects, %u cases (8 transforms, CRC recomputed and stale, lost writes)\n",
 	       nobjects, ncases);
 	if (o_list) {
 		for (i = 0; i < ncases; i++)
-			printf("%u %s\n", i, ffz_case_name(&cases[i], name, sizeof(name)));
+			printf("%u %s\n", i, ffz_case_name(&set, &cases[i], name, sizeof(name)));
 		return 0;
 	}
 	results = mmap(NULL, sizeof(*results) * (ncases ? ncases : 1), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (results == MAP_FAILED)
 		abort();
+	set.s_results = results;
 	if (o_case >= 0) {
 		struct ffz_res r;
 
@@ -1059,16 +656,16 @@ int main(int argc, char **argv)
 			usage();
 		memset(&r, 0, sizeof(r));
 		printf("case %lld: %s\n", (long long)o_case,
-		       ffz_case_name(&cases[o_case], name, sizeof(name)));
+		       ffz_case_name(&set, &cases[o_case], name, sizeof(name)));
 		if (getenv("SX_TEST_VERBOSE") == NULL)
 			setenv("SX_TEST_VERBOSE", "1", 1);
 		ffz_run(images[cases[o_case].c_image].fi_bd, cases[o_case].c_image, &cases[o_case], &r,
 			true);
 		printf("outcome: %s at %s, error %d (%s), %u refused, problems %u before, %u after, %u new %s\n",
-		       o_names[r.r_outcome], w_names[r.r_err_step], r.r_error,
+		       ffz_o_names[r.r_outcome], ffz_w_names[r.r_err_step], r.r_error,
 		       r.r_error ? sx_strerror(r.r_error) : "", r.r_refused, r.r_p0, r.r_p1,
 		       r.r_pnew, r.r_line);
-		return o_failed(r.r_outcome);
+		return ffz_failed(r.r_outcome);
 	}
 	if (!ffz_baseline()) {
 		printf("0 passed, 1 failed\n");
@@ -1076,20 +673,20 @@ int main(int argc, char **argv)
 	}
 	ffz_run_all();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ffz_figures(stdout, &total);
+	ffz_figures(&set, stdout, &total);
 	if (o_report) {
 		FILE *f = fopen(o_report, "w");
 
 		if (f) {
 			fprintf(f, "fieldfuzz: seed 0x%llx, %u objects of each kind, every %u case(s)\n",
 				(unsigned long long)o_seed, o_per_type, o_every);
-			ffz_figures(f, &total);
+			ffz_figures(&set, f, &total);
 			fclose(f);
 		}
 	}
-	ffz_failures();
+	ffz_failures(&set);
 	printf("fieldfuzz: %.0f s with %u jobs\n",
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, o_jobs);
-	printf("%u passed, %u failed\n", total.t_run - t_fail(&total), t_fail(&total));
-	return t_fail(&total) ? 1 : 0;
+	printf("%u passed, %u failed\n", total.t_run - ffz_tally_failed(&total), ffz_tally_failed(&total));
+	return ffz_tally_failed(&total) ? 1 : 0;
 }
