@@ -102,6 +102,12 @@ UNIT_SRCS	:= $(sort $(wildcard tests/unit/test_*.c))
 CRASH_SRCS	:= $(sort $(wildcard tests/crash/*.c))
 STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
 BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
+# Fuzz targets (tests/fuzz/fuzz_*.c), what they share, the replay driver
+# and the seed generator.
+FZ_TARGET_SRCS	:= $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FZ_NAMES	:= $(FZ_TARGET_SRCS:tests/fuzz/fuzz_%.c=%)
+FZ_COMMON_SRCS	:= tests/fuzz/fz_common.c tests/fuzz/fz_tree.c
+FZ_ALL_SRCS	:= $(sort $(wildcard tests/fuzz/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
@@ -117,6 +123,9 @@ UNIT_OBJS	:= $(UNIT_SRCS:%.c=$(OBJ)/%.o)
 CRASH_OBJS	:= $(CRASH_SRCS:%.c=$(OBJ)/%.o)
 STRESS_OBJS	:= $(STRESS_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS	:= $(BENCH_SRCS:%.c=$(OBJ)/%.o)
+FZ_TARGET_OBJS	:= $(FZ_TARGET_SRCS:%.c=$(OBJ)/%.o)
+FZ_COMMON_OBJS	:= $(FZ_COMMON_SRCS:%.c=$(OBJ)/%.o)
+FZ_ALL_OBJS	:= $(FZ_ALL_SRCS:%.c=$(OBJ)/%.o)
 
 LIBA		:= $(BUILD)/libswapext.a
 CORE_LIBA	:= $(BUILD)/libswapext-core.a
@@ -132,7 +141,13 @@ CRASH_BINS	:= $(CRASH_SRCS:tests/crash/%.c=$(BUILD)/tests/crash/%)
 STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
 # make install into a scratch folder and a program built on what it installed
 INSTALL_CHECK	:= $(BUILD)/tests/install/install-check
-TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(INSTALL_CHECK)
+# The fuzz corpus and every kept crasher through every target (tests/fuzz/fz_replay.c)
+FZ_REPLAY	:= $(BUILD)/tests/fuzz/fz-replay
+FZ_MKSEEDS	:= $(BUILD)/tests/fuzz/fz-mkseeds
+FZ_REPLAY_TEST	:= $(BUILD)/tests/fuzz/fuzz-replay
+# libFuzzer binaries: only in the fuzz variant build ($(BUILD)/fuzz)
+FZ_FUZZ_BINS	:= $(FZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%)
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(INSTALL_CHECK) $(FZ_REPLAY_TEST)
 BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
@@ -145,7 +160,7 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
 ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
-		   $(STRESS_OBJS) $(BENCH_OBJS)
+		   $(STRESS_OBJS) $(BENCH_OBJS) $(FZ_ALL_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -172,7 +187,7 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SUFFIXES:
 
 .PHONY: all lib tool tests test check demo crash-huge soak bench bench-xfs coverage asan ubsan check-portable \
-	install uninstall clean help deps FORCE
+	install uninstall clean help deps fuzz fuzz-seeds FORCE
 
 # ---------------------------------------------------------------- main targets
 
@@ -287,6 +302,71 @@ lib-static: $(LIBA)
 
 run-tests: tool tests
 	@$(RUN_TESTS)
+
+# ---------------------------------------------------------------- fuzzing
+
+# make fuzz: every target of tests/fuzz/ under libFuzzer with ASan and UBSan
+# for FUZZ_SECONDS each (0: replay the checked-in inputs once), from its
+# checked-in corpus (tests/fuzz/corpus/) and kept crashers
+# (tests/fuzz/crashers/) into a working corpus in $(FUZZ_BUILD)/corpus/;
+# what crashes, leaks, hangs or allocates too much is copied to
+# tests/fuzz/crashers/<target>/ (scripts/fuzz.sh).  The library is a variant
+# build in $(FUZZ_BUILD) with -fsanitize=fuzzer-no-link.  Without clang's
+# libFuzzer the corpus is only replayed.
+FUZZ_SECONDS	?= 60
+FUZZ_TARGETS	?= $(FZ_NAMES)
+FUZZ_CC		?= clang
+FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		   -fno-omit-frame-pointer
+FUZZ_BUILD	:= $(BUILD)/fuzz
+# Lazily: only the fuzz target pays for the probe.
+FUZZ_HAVE	= $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' | \
+		    $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null \
+		    2>/dev/null && echo 1)
+
+fuzz:
+	@$(call DEPS,test)
+	@if [ "$(FUZZ_HAVE)" = 1 ]; then \
+		$(SUBMAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) \
+			VARIANT_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link -DFZ_LIBFUZZER" \
+			VARIANT_LDFLAGS="$(FUZZ_SAN)" fuzz-bins || exit 1; \
+		bash scripts/fuzz.sh --build '$(FUZZ_BUILD)' --seconds '$(FUZZ_SECONDS)' \
+			$(FUZZ_TARGETS); \
+	else \
+		$(SUBMAKE) $(FZ_REPLAY) || exit 1; \
+		bash scripts/fuzz.sh --replay '$(FZ_REPLAY)' $(FUZZ_TARGETS); \
+	fi
+
+# Regenerate the seed corpus from images and logs the engine makes.
+fuzz-seeds: $(FZ_MKSEEDS)
+	rm -rf tests/fuzz/corpus
+	$(FZ_MKSEEDS) tests/fuzz/corpus
+
+.PHONY: fuzz-bins
+fuzz-bins: $(FZ_FUZZ_BINS)
+
+$(FZ_FUZZ_BINS): $(BUILD)/tests/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(FZ_COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@ (libFuzzer)"
+	@$(CC) -fsanitize=fuzzer $(ALL_LDFLAGS) -o $@ $< $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+
+$(FZ_REPLAY): $(OBJ)/tests/fuzz/fz_replay.o $(FZ_TARGET_OBJS) $(FZ_COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(FZ_TARGET_OBJS) $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+
+$(FZ_MKSEEDS): $(OBJ)/tests/fuzz/fz_mkseeds.o $(FZ_COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+
+# The replay as a test program of run-tests.sh: built as the other tests
+# are (plain in make check, sanitized in make asan and make ubsan), it runs
+# the checked-in corpus and crashers through every target in a second.
+$(FZ_REPLAY_TEST): $(FZ_REPLAY)
+	@printf '%s\n' '#!/bin/sh' \
+		'exec "$(abspath $(FZ_REPLAY))" "$(CURDIR)/tests/fuzz" "$$@"' > $@.tmp
+	@chmod +x $@.tmp && mv $@.tmp $@
 
 # ---------------------------------------------------------------- kernel module
 
@@ -463,6 +543,8 @@ help:
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
 	@echo "  check-portable  engine/ includes and freestanding compile"
+	@echo "  fuzz            libFuzzer targets of tests/fuzz/ under ASan+UBSan, FUZZ_SECONDS each (now: $(FUZZ_SECONDS))"
+	@echo "  fuzz-seeds      regenerate tests/fuzz/corpus/ from images the engine makes"
 	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
 	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"
 	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
@@ -478,6 +560,7 @@ help:
 	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
 	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"
 	@echo "  BENCH_XFS_N='N ...'            extents per file for bench-xfs (now: $(BENCH_XFS_N))"
+	@echo "  FUZZ_SECONDS=S, FUZZ_TARGETS='sb log ...'  make fuzz: time per target, which targets"
 	@echo "  NODEPS=1                       skip scripts/deps.sh"
 	@echo "  KCHECK=0                       make check/test without kcheck"
 	@echo "  DEBUG=0                        build without ASSERT (SX_DEBUG)"
