@@ -315,6 +315,7 @@ static void seeds_tree(struct fz_tree *t, const char *target, void (*owners)(str
 			if (i == 1) {
 				u8 *blk = malloc(bs + fz_short_ops_len);
 
+				/* one seed with operations of its own: the heavier short ones */
 				memcpy(blk, t->tr_img.im_data + bno * bs, bs);
 				memcpy(blk + bs, fz_short_ops, fz_short_ops_len);
 				seed_write(target, name, head, 2, blk, bs + fz_short_ops_len);

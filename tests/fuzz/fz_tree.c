@@ -13,6 +13,31 @@ static const struct fz_golden_opts fz_tree_golden = {
 	.go_extents = 600,
 };
 
+/*
+ * What runs on a mount that took the block when the input brings no
+ * operations: changes in the middle of both trees (a write that replaces
+ * records of a, a copy-on-write of a block b shares, a punch, a clone of a
+ * few blocks, an atomic swap of sixteen, a truncate that drops the last
+ * twenty-five extents), then a checkpoint.  Cloning or truncating whole
+ * files (fz_short_ops) would spend most of the run on the 600 records no
+ * input changed: 12 runs a second under ASan and libFuzzer, against ~30.
+ */
+const u8 fz_tree_ops[] = {
+	FZ_OP_OPEN, 0, 0,				/* a in slot 0 */
+	FZ_OP_OPEN, 1, 1,				/* b in slot 1 */
+	FZ_OP_OPEN, 2, 4,				/* a new file e in slot 2 */
+	FZ_OP_PWRITE, 0, 0x90, 0x01, 0xff, 0x03, 0x11,	/* a, blocks 200-201 */
+	FZ_OP_PWRITE, 1, 0xb4, 0x04, 0xff, 0x01, 0x22,	/* b, block 602 (shared) */
+	FZ_OP_PUNCH, 0, 0x40, 0x06, 0x00, 0x01,		/* a, blocks 800-808 */
+	FZ_OP_CLONERANGE, 2, 0, 0, 10, 6,		/* e[0..6) = a[10..16) */
+	FZ_OP_SWAP, 1, 0, 40, 40, 16, 0,		/* a <-> b, blocks 40-55 */
+	FZ_OP_TRUNCATE, 0, 0xfc, 0x08, 0,		/* a to block 1150 */
+	FZ_OP_FIEMAP, 1, 0, 0,
+	FZ_OP_FSYNC, 1,
+	FZ_OP_SYNC, 1,
+};
+const size_t fz_tree_ops_len = sizeof(fz_tree_ops);
+
 int fz_tree_init(struct fz_tree *t, void (*owners)(struct fz_tree *t))
 {
 	struct sx_mount_opts mo = { .mo_flags = SX_MOUNT_RDONLY };
@@ -68,7 +93,7 @@ int fz_tree_run(struct fz_tree *t, const u8 *data, size_t size)
 		if (size > bs)
 			fz_ops_run(bd, &mp, data + bs, size - bs);
 		else
-			fz_ops_run(bd, &mp, fz_short_ops, fz_short_ops_len);
+			fz_ops_run(bd, &mp, fz_tree_ops, fz_tree_ops_len);
 		if (mp)
 			sx_unmount(mp);
 	}

@@ -25,12 +25,17 @@ struct fz_tree {
 	u32		tr_nblocks[2];
 };
 
+/* The operations after the block when the input has none (fz_ops_run() form). */
+extern const u8 fz_tree_ops[];
+extern const size_t fz_tree_ops_len;
+
 /* fz_tree_init() - the golden image and its tree blocks; @owners is called on it */
 int fz_tree_init(struct fz_tree *t, void (*owners)(struct fz_tree *t));
 
 /*
  * fz_tree_run() - the input is a selector (which tree, which of its
  * blocks), a byte of FZ_BLK_* fix-ups, the block, then operations
+ * (fz_tree_ops when there are none)
  */
 int fz_tree_run(struct fz_tree *t, const u8 *data, size_t size);
 
