@@ -290,10 +290,25 @@ static void seeds_log(const struct fz_image *g)
 
 /* ------------------------------------------------------------ trees */
 
+/* The level of B+tree block @bno of the golden image. */
+static u32 seed_tree_level(const struct fz_tree *t, u64 bno)
+{
+	const struct sx_dbtree_block *b = (const struct sx_dbtree_block *)
+		(t->tr_img.im_data + bno * t->tr_img.im_bsize);
+
+	return le16_to_cpu(b->bt_level);
+}
+
+/*
+ * Every node above the leaves (there are few, and a damaged one misleads
+ * every lookup beneath it) and six leaves spread over each tree, with the
+ * header fix-ups in turn; one leaf also carries the heavier short
+ * workload, so that the operations part of the input has a seed.
+ */
 static void seeds_tree(struct fz_tree *t, const char *target, void (*owners)(struct fz_tree *))
 {
 	static const u8 fixes[] = { 0x3f, 0x20, 0x00 };
-	u32 bs, w, i, n;
+	u32 bs, w, idx, n, leaves, level;
 	char name[64];
 	u8 head[2];
 
@@ -303,26 +318,29 @@ static void seeds_tree(struct fz_tree *t, const char *target, void (*owners)(str
 	}
 	bs = t->tr_img.im_bsize;
 	for (w = 0; w < t->tr_nowners; w++) {
-		/* the root (the last block written is not it: take several) */
-		n = sx_min(t->tr_nblocks[w], 8u);
-		for (i = 0; i < n; i++) {
-			u32 idx = i * t->tr_nblocks[w] / n;
+		/* the selector byte reaches the first 128 blocks */
+		n = sx_min(t->tr_nblocks[w], 128u);
+		for (idx = 0, leaves = 0; idx < n; idx++) {
 			u64 bno = t->tr_blocks[w][idx];
+			u8 *blk;
 
-			head[0] = (u8)((w << 7) | (idx & 0x7f));
-			head[1] = fixes[i % ARRAY_SIZE(fixes)];
-			snprintf(name, sizeof(name), "tree%u-blk%u", w, idx);
-			if (i == 1) {
-				u8 *blk = malloc(bs + fz_short_ops_len);
-
-				/* one seed with operations of its own: the heavier short ones */
-				memcpy(blk, t->tr_img.im_data + bno * bs, bs);
-				memcpy(blk + bs, fz_short_ops, fz_short_ops_len);
-				seed_write(target, name, head, 2, blk, bs + fz_short_ops_len);
-				free(blk);
+			level = seed_tree_level(t, bno);
+			if (level == 0 && idx % sx_max(n / 6, 1u))
+				continue;
+			head[0] = (u8)((w << 7) | idx);
+			head[1] = fixes[idx % ARRAY_SIZE(fixes)];
+			snprintf(name, sizeof(name), "tree%u-blk%u-level%u", w, idx, level);
+			if (level || leaves++ != 1) {
+				seed_write(target, name, head, 2, t->tr_img.im_data + bno * bs, bs);
 				continue;
 			}
-			seed_write(target, name, head, 2, t->tr_img.im_data + bno * bs, bs);
+			blk = malloc(bs + fz_short_ops_len);
+			if (!blk)
+				exit(1);
+			memcpy(blk, t->tr_img.im_data + bno * bs, bs);
+			memcpy(blk + bs, fz_short_ops, fz_short_ops_len);
+			seed_write(target, name, head, 2, blk, bs + fz_short_ops_len);
+			free(blk);
 		}
 	}
 	sx_unmount(t->tr_mp);
