@@ -94,8 +94,15 @@ static u8 *fz_slurp(const char *path, size_t *lenp)
 	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += n;
 		if (len == cap) {
+			u8 *more = realloc(buf, cap * 2);
+
+			if (!more) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = more;
 			cap *= 2;
-			buf = realloc(buf, cap);
 		}
 	}
 	fclose(f);
@@ -104,9 +111,10 @@ static u8 *fz_slurp(const char *path, size_t *lenp)
 }
 
 /*
- * In a child: run every input; the number that passed is the exit status
- * (capped), a crash the signal.  The child writes which input it starts,
- * so that the parent can name the one that killed it.
+ * In a child: run every input.  The child writes the index of each input
+ * before it starts it, and the count once all are done, so that the parent
+ * can name the input that killed it (by a signal, a sanitizer's exit or an
+ * abort) and tell a finished run from one cut short.
  */
 static int fz_child(const struct fz_target *t, struct fz_list *l, int fd)
 {
