@@ -350,10 +350,12 @@ $(FZ_FUZZ_BINS): $(BUILD)/tests/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(FZ_COM
 	@echo "  LD      $@ (libFuzzer)"
 	@$(CC) -fsanitize=fuzzer $(ALL_LDFLAGS) -o $@ $< $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
 
-$(FZ_REPLAY): $(OBJ)/tests/fuzz/fz_replay.o $(FZ_TARGET_OBJS) $(FZ_COMMON_OBJS) $(LIBA)
+$(FZ_REPLAY): $(OBJ)/tests/fuzz/fz_replay.o $(OBJ)/tests/fuzz/fz_selftest.o $(FZ_TARGET_OBJS) \
+	      $(FZ_COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(FZ_TARGET_OBJS) $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(OBJ)/tests/fuzz/fz_selftest.o $(FZ_TARGET_OBJS) \
+		$(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
 
 $(FZ_MKSEEDS): $(OBJ)/tests/fuzz/fz_mkseeds.o $(FZ_COMMON_OBJS) $(LIBA)
 	@mkdir -p $(@D)

@@ -3,7 +3,8 @@
  * Replay driver: every fuzz target linked into one program that needs no
  * libFuzzer, for make check and for machines without clang's.
  *
- *   fz-replay DIR               DIR/corpus/<target>/ and DIR/crashers/<target>/
+ *   fz-replay DIR               the harness's self-test (fz_selftest.c), then
+ *                               DIR/corpus/<target>/ and DIR/crashers/<target>/
  *                               through each target
  *   fz-replay -t TARGET PATH... files (or every file of a folder) through one
  *
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "fz.h"
+#include "fz_selftest.h"
 
 extern const struct fz_target fz_target_sb, fz_target_log, fz_target_items,
 	fz_target_bmbt, fz_target_refcount, fz_target_image;
@@ -192,6 +194,28 @@ static void fz_run_target(const struct fz_target *t, struct fz_list *l, u32 *pas
 	*failed += 1;
 }
 
+/* The harness's self-test (fz_selftest.c) in a child: one more passed or failed. */
+static void fz_run_selftest(u32 *passed, u32 *failed)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0)
+		exit(fz_setup(NULL) || fz_selftest() ? 1 : 0);
+	waitpid(pid, &status, 0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		printf("%-9s self-test passed\n", "harness");
+		*passed += 1;
+	} else {
+		printf("%-9s self-test FAILED\n", "harness");
+		*failed += 1;
+	}
+}
+
 static void fz_free_list(struct fz_list *l)
 {
 	u32 i;
@@ -230,6 +254,7 @@ int main(int argc, char **argv)
 		fz_run_target(t, &l, &passed, &failed);
 		fz_free_list(&l);
 	} else if (argc == 2) {
+		fz_run_selftest(&passed, &failed);
 		for (i = 0; i < ARRAY_SIZE(fz_targets); i++) {
 			snprintf(buf, sizeof(buf), "%s/corpus/%s", argv[1], fz_targets[i]->ft_name);
 			fz_collect(&l, buf);
