@@ -3,16 +3,16 @@
  * Fuzz target: the refcount tree.  The input (fz_tree.h) replaces one block
  * of the golden image's refcount tree (a record for each of the 300 runs
  * files a and b share): the verifier runs on it alone, the checker on the
- * image, and a mount asks the refcount of every block of the data area and
- * for the shared runs in it, then runs the operations after the block (or
- * the short workload), whose copy-on-write, clones, punches and unlinks
+ * image, and a mount asks the refcount of every seventh block of the data
+ * area and for every shared run in it, then runs the operations after the
+ * block (or fz_tree_ops), whose copy-on-write, clones, swaps and punches
  * change refcounts.
  */
 #include "fz_tree.h"
 #include "refcount.h"
 #include "btree.h"
 
-static void refc_walk(struct sx_mount *mp, const struct fz_image *img)
+static void refc_walk(struct sx_mount *mp, const struct fz_image *img, u32 which)
 {
 	const struct sx_sb *sb = &img->im_sb;
 	u64 bno, sbno, slen;

@@ -89,7 +89,7 @@ int fz_tree_run(struct fz_tree *t, const u8 *data, size_t size)
 	sx_buf_verify(t->tr_mp, fz_dev_data(bd) + bno * bs, bno, t->tr_buf_ops, owner);
 	fz_check(bd);
 	if (!sx_mount(bd, NULL, &mp)) {
-		t->tr_walk(mp, &t->tr_img);
+		t->tr_walk(mp, &t->tr_img, which);
 		if (size > bs)
 			fz_ops_run(bd, &mp, data + bs, size - bs);
 		else

@@ -15,8 +15,8 @@ struct fz_tree {
 	/* the trees' owners (inode numbers, or 0 for the refcount tree) */
 	u64		tr_owner[2];
 	u32		tr_nowners;
-	/* read everything the tree maps on a mount that took the block */
-	void		(*tr_walk)(struct sx_mount *mp, const struct fz_image *img);
+	/* read everything tree @which maps on a mount that took its block */
+	void		(*tr_walk)(struct sx_mount *mp, const struct fz_image *img, u32 which);
 	/* filled by fz_tree_init() */
 	struct fz_image	tr_img;
 	struct sx_bdev	*tr_bd;
