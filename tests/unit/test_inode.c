@@ -919,6 +919,7 @@ static void test_enospc(void **state)
 		got += len;
 		assert_int_equal(sx_trans_commit(tp), 0);
 	}
+	assert_true(got > 0);
 	assert_int_equal(sx_alloc_free_blocks(mp), 0);
 
 	assert_int_equal(sx_trans_alloc(mp, ialloc_res(mp), 0, &tp), 0);
