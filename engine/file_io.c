@@ -13,6 +13,9 @@
  *    in place: sx_alloc_reuse_barrier() forces the log when blocks were
  *    freed since the last force, before data goes into new blocks (else a
  *    crash could give the block back to its old owner with our data in it).
+ *    Every allocation of data blocks calls it right after the allocation
+ *    (a write into a hole, fallocate, copy-on-write): no earlier, or a free
+ *    committed in between would not be covered.
  *  - Shared blocks are never written in place: sx_reflink_cow() gives the
  *    file its own copies first.  Nor are blocks whose other owners let go
  *    of them in a transaction that is not yet durable (a copy-on-write,
@@ -387,9 +390,8 @@ static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 
 	error = sx_io_trans(io, sx_reflink_cow_res_bytes(mp, ip), 0, &tp);
 	if (error)
 		return error;
-	error = sx_alloc_reuse_barrier(mp);
-	if (!error)
-		error = sx_reflink_cow(&tp, ip, fb, nb, &n);
+	/* (the reuse barrier is sx_reflink_cow()'s, after each allocation) */
+	error = sx_reflink_cow(&tp, ip, fb, nb, &n);
 	if (error) {
 		sx_io_cancel(io, tp);
 		return error;
@@ -852,6 +854,10 @@ static int sx_io_falloc_one(struct sx_io *io, u64 fb, u64 nb, u64 *lenp)
 			hint = prev.br_startblock + (fb - prev.br_startoff);
 	}
 	error = sx_alloc_extent(tp, hint, 1, (u32)nb, &bno, &len);
+	if (error)
+		goto out_cancel;
+	/* writes will put data into these blocks in place, with no allocation */
+	error = sx_alloc_reuse_barrier(mp);
 	if (error)
 		goto out_cancel;
 	map.br_startoff = fb;

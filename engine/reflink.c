@@ -414,6 +414,15 @@ static int sx_reflink_cow_piece(struct sx_trans **tpp, struct sx_inode *ip,
 	error = sx_alloc_extent(*tpp, obno, 1, (u32)n, &nbno, &nlen);
 	if (error)
 		return error;
+	/*
+	 * Data goes into the new blocks in place (the copy now, or the
+	 * caller's write into an unwritten piece): their free must be
+	 * durable first.  Only now, holding the allocation, is every free
+	 * that could have handed them to us committed and counted.
+	 */
+	error = sx_alloc_reuse_barrier(mp);
+	if (error)
+		return error;
 	if (got->br_state != SX_BMAP_UNWRITTEN) {
 		error = sx_reflink_copy(mp, obno, nbno, nlen, buf);
 		if (error)
