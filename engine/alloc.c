@@ -741,6 +741,14 @@ u64 sx_alloc_free_blocks(struct sx_mount *mp)
 	return total;
 }
 
+/* True if the calling thread holds bitmap block 0: a transaction of it owns the allocator. */
+bool sx_alloc_owned(struct sx_mount *mp)
+{
+	struct sx_alloc *a = mp->m_alloc;
+
+	return a && sx_mutex_is_held(&a->a_bm0->b_lock);
+}
+
 /* Read whether block @bno is free, as the owner sees it if the caller is one. */
 int sx_alloc_is_free(struct sx_mount *mp, u64 bno, bool *freep)
 {

@@ -157,16 +157,27 @@ static void sx_file_touch(struct sx_inode *ip)
 	ip->i_ctime = now;
 }
 
-/* Start a transaction on the file and take its ilock. */
+/*
+ * Start a transaction on the file, take its ilock and join its inode's
+ * block: before any fsinfo or bitmap block, whatever the transaction does
+ * first (an allocation, a refcount lookup, a B+tree fork whose inode is
+ * logged last), as the lock order wants (inode.c).
+ */
 static int sx_io_trans(struct sx_io *io, u32 res, u32 flags, struct sx_trans **tpp)
 {
+	struct sx_buf *bp;
 	int error;
 
 	error = sx_trans_alloc(io->io_mp, res, flags, tpp);
 	if (error)
 		return error;
 	sx_ilock(io->io_ip, SX_ILOCK_EXCL);
-	return 0;
+	error = sx_inode_get_buf(io->io_mp, *tpp, io->io_ip, &bp);
+	if (error) {
+		sx_trans_cancel(*tpp);
+		sx_iunlock(io->io_ip, SX_ILOCK_EXCL);
+	}
+	return error;
 }
 
 /* Commit a transaction of sx_io_trans() and drop the ilock. */
@@ -496,6 +507,12 @@ int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 
 	if (nb == 0)
 		return 0;
 	for (;;) {
+		struct sx_buf *bp;
+
+		/* the inode's block first, in each transaction of the chain */
+		error = sx_inode_get_buf(ip->i_mp, *tpp, ip, &bp);
+		if (error)
+			return error;
 		error = sx_bmap_unmap_one(*tpp, ip, fb, nb, &got);
 		if (error)
 			return error;

@@ -26,6 +26,13 @@
  *
  * Lock order: iolock, ilock (two inodes in inode-number order), then the
  * buffers: inode blocks, the fsinfo block, B+tree blocks, bitmap blocks.
+ * An inode's ilock keeps everyone off its block but the walk that removes
+ * another inode from the unlinked list: it holds the blocks of inodes on
+ * the list without their ilocks, then waits for the fsinfo and bitmap
+ * blocks.  So a transaction that changes an inode on the list (a tmpfile,
+ * such as an update's clone) joins the inode's block before fsinfo and
+ * bitmap blocks even where it logs the inode last (a B+tree fork's split,
+ * an allocation first); sx_inode_get_buf() asserts it.
  */
 #include "util.h"
 #include "inode.h"
@@ -191,13 +198,23 @@ void sx_inode_init_block(const struct sx_sb *sb, u64 ino, u16 mode, u32 nlink, u
 					offsetof(struct sx_dblk_hdr, bh_crc)));
 }
 
+static bool ino_tp_has(struct sx_trans *tp, u64 blkno);
+
 /* The inode's block, joined to @tp, or read locked if @tp is NULL. */
 int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *ip,
 		     struct sx_buf **bpp)
 {
-	if (tp)
-		return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
-	return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	if (!tp)
+		return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	/*
+	 * The unlinked list's walk holds the blocks of inodes on the list
+	 * without their ilocks while it waits for the fsinfo and bitmap
+	 * blocks: a transaction that logs such an inode must take its block
+	 * before those (the lock order above).
+	 */
+	ASSERT(!(ip->i_iflags & SX_IF_UNLINKED) || ino_tp_has(tp, ip->i_ino) ||
+	       (!ino_tp_has(tp, mp->m_sb.sb_fsinfo) && !sx_alloc_owned(mp)));
+	return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
 }
 
 /* Write the core into the inode block and log the core's bytes. */

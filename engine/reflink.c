@@ -455,6 +455,7 @@ int sx_reflink_cow(struct sx_trans **tpp, struct sx_inode *ip, u64 off, u64 len,
 {
 	struct sx_mount *mp = ip->i_mp;
 	struct sx_bmap_irec got;
+	struct sx_buf *ibp;
 	u64 end = off + len, pos = off, gend, pbno, sbno, slen, done;
 	void *buf = NULL;
 	int error = 0;
@@ -466,6 +467,18 @@ int sx_reflink_cow(struct sx_trans **tpp, struct sx_inode *ip, u64 off, u64 len,
 	if (end < off)
 		return -EINVAL;
 	while (pos < end) {
+		/*
+		 * The inode's block before the fsinfo block that the refcount
+		 * lookup takes (each piece rolls the transaction, so again
+		 * each time): a B+tree fork would otherwise first log the
+		 * inode at the unmap.  Our ilock does not keep everyone off
+		 * the inode's block: removing another file from the unlinked
+		 * list holds its predecessor's block, which may be ours (a
+		 * tmpfile: an update's clone), while it waits for fsinfo.
+		 */
+		error = sx_inode_get_buf(mp, *tpp, ip, &ibp);
+		if (error)
+			break;
 		error = sx_bmap_lookup(*tpp, ip, pos, &got);
 		if (error)
 			break;
