@@ -865,7 +865,9 @@ SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st)
 /*
  * Set the user flags of @fd (IMMUTABLE, APPEND, SWAPFILE).  REFLINK belongs
  * to the engine: it stays as it is whether @flags carries it or not, and
- * asking for it on a file that does not have it is -EINVAL.
+ * asking for it on a file that does not have it is -EINVAL.  The flags
+ * change under both locks, the iolock exclusive: the data path, clone and
+ * swap read them holding the iolock only.
  */
 SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 {
@@ -883,10 +885,12 @@ SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 		error = -EINVAL;
 	if (!error)
 		error = sx_file_writable(mp);
-	if (!error)
-		error = sx_trans_alloc(mp, sx_inode_res_bytes(mp), 0, &tp);
 	if (error)
 		goto out_rele;
+	sx_ilock(ip, SX_IOLOCK_EXCL);
+	error = sx_trans_alloc(mp, sx_inode_res_bytes(mp), 0, &tp);
+	if (error)
+		goto out_iounlock;
 	sx_ilock(ip, SX_ILOCK_EXCL);
 	if (flags & ~SX_FILE_USER_FLAGS & ~ip->i_flags) {
 		error = -EINVAL;
@@ -902,6 +906,8 @@ SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 		error = sx_trans_commit(tp);
 out_unlock:
 	sx_iunlock(ip, SX_ILOCK_EXCL);
+out_iounlock:
+	sx_iunlock(ip, SX_IOLOCK_EXCL);
 out_rele:
 	sx_irele(ip);
 	return error;
