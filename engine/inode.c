@@ -212,7 +212,7 @@ int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *
 	 * blocks: a transaction that logs such an inode must take its block
 	 * before those (the lock order above).
 	 */
-	ASSERT(!(ip->i_iflags & SX_IF_UNLINKED) || ino_tp_has(tp, ip->i_ino) ||
+	ASSERT(!ip->i_unlinked || ino_tp_has(tp, ip->i_ino) ||
 	       (!ino_tp_has(tp, mp->m_sb.sb_fsinfo) && !sx_alloc_owned(mp)));
 	return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
 }
@@ -462,7 +462,7 @@ static int ic_read_inode(struct sx_mount *mp, u64 ino, struct sx_inode **ipp)
 	ino_decode(ip, bp->b_data);
 	sx_buf_relse(bp);
 	if (ip->i_nlink == 0)
-		ip->i_iflags |= SX_IF_UNLINKED;
+		ip->i_unlinked = true;
 	*ipp = ip;
 	return 0;
 }
@@ -726,7 +726,7 @@ int sx_inode_alloc(struct sx_trans *tp, u16 mode, u32 nlink, struct sx_inode **i
 		/* a tmpfile: at the head of the unlinked list from the start */
 		di->di_next_unlinked = cpu_to_le64(head);
 		ip->i_next_unlinked = head;
-		ip->i_iflags |= SX_IF_UNLINKED;
+		ip->i_unlinked = true;
 		error = sx_fsinfo_set_unlinked(tp, bno);
 	}
 	if (!error)
@@ -787,7 +787,7 @@ int sx_iunlink(struct sx_trans *tp, struct sx_inode *ip)
 	if (error)
 		return error;
 	ip->i_next_unlinked = head;
-	ip->i_iflags |= SX_IF_UNLINKED;
+	ip->i_unlinked = true;
 	return 0;
 }
 
@@ -910,7 +910,7 @@ int sx_iunlink_remove(struct sx_trans *tp, struct sx_inode *ip)
 				 offsetof(struct sx_dinode, di_next_unlinked) + 7);
 	if (!error) {
 		ip->i_next_unlinked = 0;
-		ip->i_iflags &= ~SX_IF_UNLINKED;
+		ip->i_unlinked = false;
 	}
 out_unlock:
 	sx_mutex_unlock(&mp->m_unlinked_lock);
