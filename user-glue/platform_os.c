@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* Built with ThreadSanitizer (gcc says so one way, clang the other). */
+#if defined(__SANITIZE_THREAD__)
+#define SX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SX_TSAN 1
+#endif
+#endif
+
 /*
  * Memory.  SX_NOFS has no meaning here: there is no reclaim that could
  * recurse into us.
@@ -295,8 +304,35 @@ s64 sx_atomic64_cmpxchg(struct sx_atomic64 *a, s64 old, s64 new)
  * RCU.  liburcu refuses a second registration of one thread, but library
  * entry points and the programs around them both want to say "this thread
  * uses RCU"; a per-thread depth lets them nest.
+ *
+ * ThreadSanitizer.  liburcu is not built with it, and its grace periods
+ * are made of membarrier(), futexes and atomics inside the library, which
+ * TSan never sees: a reader's accesses and the free after the grace
+ * period would look unordered, and so would a call_rcu() and its
+ * callback on liburcu's thread.  The glue tells TSan what RCU promises:
+ * every read-side section that ends releases one sync object, and code
+ * that runs after a grace period (synchronize, barrier, a callback)
+ * acquires it; sx_call_rcu() releases its head, the callback acquires it,
+ * and a barrier acquires what the callbacks released when they returned.
+ * The engine's code is untouched and every access TSan checks is real.
  */
 static __thread unsigned int sx_rcu_depth;
+
+#ifdef SX_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+
+/* What every read-side section releases and every grace period acquires. */
+static char sx_rcu_tsan_gp;
+/* What every callback releases when it is done and a barrier acquires. */
+static char sx_rcu_tsan_cb;
+
+#define sx_tsan_acquire(p)	__tsan_acquire(p)
+#define sx_tsan_release(p)	__tsan_release(p)
+#else
+#define sx_tsan_acquire(p)	do { } while (0)
+#define sx_tsan_release(p)	do { } while (0)
+#endif
 
 /* Register the calling thread with liburcu (nests). */
 void sx_thread_enter(void)
@@ -322,6 +358,7 @@ void sx_rcu_read_lock(void)
 /* End an RCU read-side critical section. */
 void sx_rcu_read_unlock(void)
 {
+	sx_tsan_release(&sx_rcu_tsan_gp);
 	urcu_memb_read_unlock();
 }
 
@@ -329,6 +366,7 @@ void sx_rcu_read_unlock(void)
 void sx_synchronize_rcu(void)
 {
 	urcu_memb_synchronize_rcu();
+	sx_tsan_acquire(&sx_rcu_tsan_gp);
 }
 
 /* liburcu's callback: find the engine's head around liburcu's and run it. */
@@ -338,13 +376,17 @@ static void sx_rcu_trampoline(struct rcu_head *urcu)
 
 	head = (struct sx_rcu_head *)((char *)urcu -
 				      offsetof(struct sx_rcu_head, rh_urcu));
+	sx_tsan_acquire(head);
+	sx_tsan_acquire(&sx_rcu_tsan_gp);
 	head->rh_func(head);
+	sx_tsan_release(&sx_rcu_tsan_cb);
 }
 
 /* Run @fn(@head) from liburcu's callback thread after a grace period. */
 void sx_call_rcu(struct sx_rcu_head *head, void (*fn)(struct sx_rcu_head *head))
 {
 	head->rh_func = fn;
+	sx_tsan_release(head);
 	urcu_memb_call_rcu(&head->rh_urcu, sx_rcu_trampoline);
 }
 
@@ -352,6 +394,7 @@ void sx_call_rcu(struct sx_rcu_head *head, void (*fn)(struct sx_rcu_head *head))
 void sx_rcu_barrier(void)
 {
 	urcu_memb_barrier();
+	sx_tsan_acquire(&sx_rcu_tsan_cb);
 }
 
 /* Time. */
