@@ -240,6 +240,8 @@ again:
 		nbp->b_blkno = blkno;
 		nbp->b_bc = bc;
 		sx_mutex_init(&nbp->b_lock);
+		/* ordered by the block's role (inode.c), which changes with reuse */
+		sx_mutex_set_unordered(&nbp->b_lock);
 		sx_list_init(&nbp->b_lru);
 		sx_list_init(&nbp->b_dirty);
 		sx_list_init(&nbp->b_tlist);

@@ -56,6 +56,7 @@ void sx_mutex_init(struct sx_mutex *m)
 {
 	VERIFY(pthread_mutex_init(&m->m_lock, NULL) == 0);
 	__atomic_store_n(&m->m_held, false, __ATOMIC_RELAXED);
+	m->m_unordered = false;
 }
 
 /* Release a mutex's resources; it must not be held. */
@@ -63,7 +64,64 @@ void sx_mutex_destroy(struct sx_mutex *m)
 {
 	VERIFY(!__atomic_load_n(&m->m_held, __ATOMIC_RELAXED));
 	VERIFY(pthread_mutex_destroy(&m->m_lock) == 0);
+	if (m->m_unordered) {
+		VERIFY(pthread_cond_destroy(&m->m_wait) == 0);
+		VERIFY(pthread_mutex_destroy(&m->m_wait_lock) == 0);
+	}
 }
+
+/*
+ * Unordered mutexes.  Without ThreadSanitizer nothing here checks lock
+ * order, and they are plain mutexes.  TSan checks the order of every
+ * mutex it sees locked, but not of one taken with a trylock: so under
+ * TSan an unordered mutex is only ever taken with pthread_mutex_trylock(),
+ * and a thread that finds it held sleeps on m_wait until its holder lets
+ * go.  m_wait_lock is never held while anything else is taken, so it can
+ * close no cycle either, and TSan still sees every acquire and release.
+ */
+void sx_mutex_set_unordered(struct sx_mutex *m)
+{
+	VERIFY(pthread_mutex_init(&m->m_wait_lock, NULL) == 0);
+	VERIFY(pthread_cond_init(&m->m_wait, NULL) == 0);
+	m->m_waiters = 0;
+	m->m_unordered = true;
+}
+
+/* Take @m, an unordered mutex, without TSan seeing a blocking lock. */
+static void sx_mutex_lock_unordered(struct sx_mutex *m)
+{
+	int error = pthread_mutex_trylock(&m->m_lock);
+
+	if (error == 0)
+		return;
+	VERIFY(error == EBUSY);
+	VERIFY(pthread_mutex_lock(&m->m_wait_lock) == 0);
+	for (;;) {
+		error = pthread_mutex_trylock(&m->m_lock);
+		if (error == 0)
+			break;
+		VERIFY(error == EBUSY);
+		m->m_waiters++;
+		VERIFY(pthread_cond_wait(&m->m_wait, &m->m_wait_lock) == 0);
+		m->m_waiters--;
+	}
+	VERIFY(pthread_mutex_unlock(&m->m_wait_lock) == 0);
+}
+
+/* Wake whoever waits for @m, an unordered mutex just unlocked. */
+static void sx_mutex_wake_unordered(struct sx_mutex *m)
+{
+	VERIFY(pthread_mutex_lock(&m->m_wait_lock) == 0);
+	if (m->m_waiters)
+		VERIFY(pthread_cond_broadcast(&m->m_wait) == 0);
+	VERIFY(pthread_mutex_unlock(&m->m_wait_lock) == 0);
+}
+
+#ifdef SX_TSAN
+#define sx_mutex_tsan_unordered(m)	((m)->m_unordered)
+#else
+#define sx_mutex_tsan_unordered(m)	false
+#endif
 
 /* Record the calling thread as the holder of a just-acquired mutex. */
 static void sx_mutex_set_owner(struct sx_mutex *m)
@@ -82,7 +140,10 @@ static void sx_mutex_clear_owner(struct sx_mutex *m)
 void sx_mutex_lock(struct sx_mutex *m)
 {
 	VERIFY(!sx_mutex_is_held(m));
-	VERIFY(pthread_mutex_lock(&m->m_lock) == 0);
+	if (sx_mutex_tsan_unordered(m))
+		sx_mutex_lock_unordered(m);
+	else
+		VERIFY(pthread_mutex_lock(&m->m_lock) == 0);
 	sx_mutex_set_owner(m);
 }
 
@@ -107,6 +168,8 @@ void sx_mutex_unlock(struct sx_mutex *m)
 	VERIFY(sx_mutex_is_held(m));
 	sx_mutex_clear_owner(m);
 	VERIFY(pthread_mutex_unlock(&m->m_lock) == 0);
+	if (sx_mutex_tsan_unordered(m))
+		sx_mutex_wake_unordered(m);
 }
 
 /* True if the calling thread holds @m. */
@@ -233,7 +296,7 @@ void sx_cond_destroy(struct sx_cond *c)
 /* Sleep on @c with @m released; the owner record follows the lock. */
 void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m)
 {
-	VERIFY(sx_mutex_is_held(m));
+	VERIFY(sx_mutex_is_held(m) && !m->m_unordered);
 	sx_mutex_clear_owner(m);
 	VERIFY(pthread_cond_wait(&c->c_cond, &m->m_lock) == 0);
 	sx_mutex_set_owner(m);
