@@ -72,6 +72,7 @@ static void sx_buf_free(struct sx_buf *bp)
 /* Take @bp out of the cache and free it (cache lock held, no references). */
 static void sx_bcache_evict(struct sx_bcache *bc, struct sx_buf *bp)
 {
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	ASSERT(bp->b_refs == 0 && bp->b_pin == 0);
 	if (bp->b_state & SX_BS_LRU)
 		sx_list_del(&bp->b_lru);
@@ -120,6 +121,7 @@ void sx_bcache_get_stats(struct sx_mount *mp, struct sx_bcache_stats *st)
 /* Reclaim clean unreferenced buffers until the cache is within @target. */
 static void sx_bcache_shrink(struct sx_bcache *bc, u32 target)
 {
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	while (bc->bc_count > target && !sx_list_empty(&bc->bc_lru)) {
 		struct sx_buf *bp = sx_list_first(&bc->bc_lru, struct sx_buf, b_lru);
 
@@ -155,6 +157,7 @@ static struct sx_buf *sx_bcache_find(struct sx_bcache *bc, u64 blkno)
 {
 	struct sx_list *head = sx_bcache_bucket(bc, blkno), *pos;
 
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	sx_list_for_each(pos, head) {
 		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
 
@@ -182,6 +185,7 @@ void sx_buf_hold(struct sx_buf *bp)
 /* Drop a reference under the cache lock; the last one parks or frees it. */
 static void sx_buf_rele_locked(struct sx_bcache *bc, struct sx_buf *bp)
 {
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	ASSERT(bp->b_refs > 0);
 	if (--bp->b_refs > 0)
 		return;
@@ -352,6 +356,7 @@ void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp)
 {
 	struct sx_bcache *bc = mp->m_bcache;
 
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	sx_mutex_lock(&bc->bc_lock);
 	if (!(bp->b_state & SX_BS_DIRTY) && bp->b_pin == 0)
 		bp->b_state |= SX_BS_INVALID;
@@ -422,6 +427,7 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 	u64 lsn;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	sx_mutex_lock(&mp->m_bcache->bc_lock);
 	lsn = bp->b_lsn;
 	sx_mutex_unlock(&mp->m_bcache->bc_lock);

@@ -127,6 +127,7 @@ static int sx_fd_grow(struct sx_files *ft)
 	struct sx_fd_slot *slots;
 	u32 n = ft->f_nslots * 2;
 
+	ASSERT(sx_mutex_is_held(&ft->f_lock));
 	if (n > SX_FD_MAX)
 		return -EMFILE;
 	slots = sx_zalloc((size_t)n * sizeof(*slots), 0);

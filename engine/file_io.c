@@ -153,6 +153,7 @@ static void sx_file_touch(struct sx_inode *ip)
 {
 	s64 now = (s64)sx_wall_ns();
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	ip->i_mtime = now;
 	ip->i_ctime = now;
 }
@@ -270,6 +271,7 @@ static int sx_io_put(struct sx_io *io, u64 rbno, u64 wbno, u64 pos, u64 end,
 /* Grow the in-core size to cover @end (caller holds the ilock). */
 static void sx_io_extend(struct sx_io *io, u64 end)
 {
+	ASSERT(sx_mutex_is_held(&io->io_ip->i_ilock));
 	if (end > io->io_ip->i_size)
 		io->io_ip->i_size = end;
 }
@@ -424,6 +426,7 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 	bool cowed;
 	int error = 0;
 
+	ASSERT(sx_rwsem_is_write_held(&io->io_ip->i_iolock));
 	*donep = 0;
 	while (cur < end) {
 		fb = cur >> io->io_blog;
@@ -504,6 +507,7 @@ int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 
 	struct sx_bmap_irec got;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	if (nb == 0)
 		return 0;
 	for (;;) {
@@ -576,6 +580,7 @@ static int sx_io_prepare_grow(struct sx_io *io, u64 newsize)
 	u64 size = io->io_ip->i_size, first = sx_io_bup(io, size);
 	int error;
 
+	ASSERT(sx_rwsem_is_write_held(&io->io_ip->i_iolock));
 	if (newsize <= size)
 		return 0;
 	error = sx_io_free_blocks(io, first, ~0ull - first);
@@ -628,6 +633,7 @@ int sx_file_trim_eof(struct sx_inode *ip)
 	struct sx_io io;
 	u64 first;
 
+	ASSERT(sx_rwsem_is_write_held(&ip->i_iolock));
 	sx_io_of_inode(&io, ip);
 	first = sx_io_bup(&io, ip->i_size);
 	return sx_io_free_blocks(&io, first, ~0ull - first);

@@ -223,6 +223,7 @@ int sx_inode_log(struct sx_trans *tp, struct sx_inode *ip)
 	struct sx_buf *bp;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	error = sx_inode_get_buf(tp->t_mp, tp, ip, &bp);
 	if (error)
 		return error;
@@ -413,6 +414,7 @@ static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *fr
 {
 	struct sx_list *head = ic_bucket(ic, ino), *pos;
 
+	ASSERT(sx_mutex_is_held(&ic->ic_lock));
 	*freeing = false;
 	for (pos = head->next; pos != head; pos = pos->next) {
 		struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
@@ -432,6 +434,7 @@ static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *fr
 /* Hash a new inode (cache lock held). */
 static void ic_insert_locked(struct sx_icache *ic, struct sx_inode *ip)
 {
+	ASSERT(sx_mutex_is_held(&ic->ic_lock));
 	ic_hash_add(&ip->i_hash, ic_bucket(ic, ip->i_ino));
 	ic->ic_count++;
 }
@@ -768,6 +771,7 @@ int sx_iunlink(struct sx_trans *tp, struct sx_inode *ip)
 	u64 head;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	if (SX_IS_CORRUPT(mp, ip->i_nlink != 0))
 		return -EFSCORRUPTED;
 	/* the inode's block before the fsinfo block (lock order) */
@@ -821,6 +825,7 @@ static int ino_find_pred(struct sx_trans *tp, u64 ino, u64 *pred, struct sx_buf 
 	bool joined;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&mp->m_unlinked_lock));
 	joined = ino_tp_has(tp, mp->m_sb.sb_fsinfo);
 	error = sx_fsinfo_get(tp, &bp);
 	if (error)
@@ -867,6 +872,7 @@ int sx_iunlink_remove(struct sx_trans *tp, struct sx_inode *ip)
 	bool fi_joined;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	sx_mutex_lock(&mp->m_unlinked_lock);
 	error = sx_inode_get_buf(mp, tp, ip, &bp);
 	if (error)

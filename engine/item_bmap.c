@@ -171,8 +171,10 @@ static int sx_bui_finish(struct sx_trans *tp, void *item)
 		error = -EFSCORRUPTED;
 		goto out_rele;
 	}
+	/* the caller of sx_defer_finish() holds it in normal operation */
 	if (lock)
 		sx_ilock(ip, SX_ILOCK_EXCL);
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	/*
 	 * The inode's block before a B+tree fork's split or merge takes a
 	 * bitmap block: the inode is logged after that (lock order, inode.c).

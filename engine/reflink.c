@@ -229,6 +229,7 @@ static int sx_reflink_remap_piece(struct sx_inode *dst, u64 doff, struct sx_inod
 	u64 new_size;
 	int error;
 
+	ASSERT(sx_rwsem_is_write_held(&dst->i_iolock) && sx_rwsem_is_write_held(&src->i_iolock));
 	/* empty the destination's part first, as its own chain */
 	error = sx_reflink_trans(dst, src, &tp);
 	if (error)
@@ -460,6 +461,7 @@ int sx_reflink_cow(struct sx_trans **tpp, struct sx_inode *ip, u64 off, u64 len,
 	void *buf = NULL;
 	int error = 0;
 
+	ASSERT(sx_rwsem_is_write_held(&ip->i_iolock) && sx_mutex_is_held(&ip->i_ilock));
 	if (cowed)
 		*cowed = 0;
 	if (!(ip->i_flags & SX_DIFLAG_REFLINK) || len == 0)

@@ -147,6 +147,7 @@ static void sx_shost_join(struct sx_inode *ip)
 {
 	struct sx_inode *peer = ip->i_swap_peer;
 
+	ASSERT(sx_rwsem_is_write_held(&ip->i_iolock));
 	ASSERT(peer != NULL);
 	if (ip->i_swap_ilocked)
 		return;
