@@ -493,14 +493,15 @@ static int sx_log_prepare_head(struct sx_mount *mp, u32 blocks)
 	error = sx_log_write_record(mp, 0, 0, SX_LR_WRAP, 0, 0, &lsn);
 	if (error)
 		return error;
+	/* the counters are read under the log lock (sx_log_get_stats()) */
+	sx_mutex_lock(&log->l_lock);
 	log->l_stats.ls_wraps++;
 	if (log->l_head != 0) {
 		/* the wrap record took the last block(s): jump to the start */
-		sx_mutex_lock(&log->l_lock);
 		log->l_head = 0;
 		log->l_cycle++;
-		sx_mutex_unlock(&log->l_lock);
 	}
+	sx_mutex_unlock(&log->l_lock);
 	return 0;
 }
 
@@ -653,8 +654,11 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		if (error)
 			sx_force_shutdown(mp, error, "cache flush after a log force failed");
 	}
-	if (!error)
+	if (!error) {
+		sx_mutex_lock(&log->l_lock);
 		log->l_stats.ls_forces++;
+		sx_mutex_unlock(&log->l_lock);
+	}
 out_complete:
 	sx_log_complete(mp, &groups, seq, error);
 	return error;
