@@ -692,16 +692,45 @@ static void refragment(int round)
  * won depends on the scheduler, so it is printed, not asserted
  * (test_defrag_changed makes the change happen for certain).
  */
+static struct writer race_writer;
+static pthread_t race_thread;
+static bool race_running;
+
+/* Stop the writer and wait for it; 0 or its error. */
+static int stop_writer(void)
+{
+	if (!race_running)
+		return 0;
+	__atomic_store_n(&race_writer.w_stop, true, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(race_thread, NULL), 0);
+	race_running = false;
+	return race_writer.w_error;
+}
+
+/*
+ * The writer must be gone before the files close and the mount goes,
+ * also when the test failed half way (cmocka jumps straight here): an
+ * unmount under a thread still in sx_pwrite() frees the inode whose iolock
+ * it holds ("assertion failed: !...s_write_held" in sx_rwsem_destroy(),
+ * with the test's own failure lost in stdout's buffer).
+ */
+static int teardown_race(void **state)
+{
+	stop_writer();
+	return teardown(state);
+}
+
 static void test_defrag_race(void **state)
 {
 	struct sx_defrag_result res;
-	struct writer w = { 0 };
-	pthread_t t;
+	struct writer *w = &race_writer;
 	int i, changed = 0, done = 0;
 
 	fill_two(NBLK);
-	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
-	while (__atomic_load_n(&w.w_writes, __ATOMIC_RELAXED) == 0)
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(pthread_create(&race_thread, NULL, writer_main, w), 0);
+	race_running = true;
+	while (__atomic_load_n(&w->w_writes, __ATOMIC_RELAXED) == 0)
 		;
 	for (i = 0; i < 60 && !changed; i++) {
 		assert_int_equal(sx_defrag_file(mp, A->sf_fd, 0, &res), 0);
@@ -715,14 +744,12 @@ static void test_defrag_race(void **state)
 		if (res.dr_skipped != SX_DEFRAG_SKIP_CHANGED)
 			refragment(i);
 	}
-	__atomic_store_n(&w.w_stop, true, __ATOMIC_RELAXED);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(w.w_error, 0);
-	A->sf_tag[7] = w.w_last;
+	assert_int_equal(stop_writer(), 0);
+	A->sf_tag[7] = w->w_last;
 	verify(A);
 	verify(B);
 	print_message("defrag raced a writer: %d changed, %d done, %llu writes\n", changed, done,
-		      (unsigned long long)w.w_writes);
+		      (unsigned long long)w->w_writes);
 }
 
 int main(void)
@@ -742,9 +769,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defrag_notbetter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defrag_changed, setup_hooked,
 						teardown_hooked),
-		cmocka_unit_test_setup_teardown(test_defrag_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defrag_race, setup, teardown_race),
 	};
 
+	/* a failure's message must reach the log even if an abort follows */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	sx_thread_enter();
 	sxt_quiet();
 	return cmocka_run_group_tests(tests, NULL, NULL);
