@@ -6,15 +6,16 @@
  * clone_range, swap_file_range (atomic and NONATOMIC, two files or two
  * ranges of one), atomic updates (start, change the clone, commit or
  * cancel), fstat, setflags (to no flags: only ctime changes), fsync, sync
- * and checkpoint.  Every file has a fixed size
- * and is cut into regions of REGION blocks.  The model is exact because
- * the test takes a reader/writer lock on each region an operation touches
- * (all of them in one global order), so two operations that touch the
- * same blocks never overlap; everything else does: operations on other
- * regions of the same files, the A-B and B-C swaps whose files the engine
- * has to lock in its own order, reads beside writes, and the log forces
- * and checkpoints of other threads in the middle of all of it.  The
- * engine's own locks are what keep those apart.
+ * (reading the log's counters after it) and checkpoint.  Every file has a
+ * fixed size and is cut into regions of REGION blocks.  The model is exact
+ * because the test takes a reader/writer lock on each region an operation
+ * touches (all of them in one global order; an update's start and commit
+ * and a setflags also take the file's flags lock), so two operations that
+ * touch the same blocks never overlap; everything else does: operations
+ * on other regions of the same files, the A-B and B-C swaps whose files
+ * the engine has to lock in its own order, reads beside writes, and the
+ * log forces and checkpoints of other threads in the middle of all of it.
+ * The engine's own locks are what keep those apart.
  *
  * Every block written gets a tag nobody used before (every 8-byte word of
  * the block holds it; a hole is tag 0), and the model keeps the tag of each
