@@ -306,8 +306,10 @@ static int sx_file_lookup(struct sx_trans *tp, struct sx_inode *dp, const char *
 	if (error)
 		return error;
 	if ((ip->i_mode & SX_IFMT) != SX_IFREG) {
+		/* the answer first: the reference is all that keeps @ip */
+		error = (ip->i_mode & SX_IFMT) == SX_IFDIR ? -EISDIR : -EFSCORRUPTED;
 		sx_irele(ip);
-		return (ip->i_mode & SX_IFMT) == SX_IFDIR ? -EISDIR : -EFSCORRUPTED;
+		return error;
 	}
 	*ipp = ip;
 	return 0;
