@@ -8,7 +8,7 @@
 #   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
 #   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
-#   make coverage        gcov/lcov report of engine/ under build/coverage/
+#   make coverage        gcov/lcov report of core/ and engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make check-portable  engine/ includes only the platform header and its own
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
