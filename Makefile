@@ -8,7 +8,7 @@
 #   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
 #   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
-#   make coverage        gcov/lcov report of engine/ under build/coverage/
+#   make coverage        gcov/lcov report of core/ and engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make tsan            the tests under ThreadSanitizer (clang); make check
 #                        runs the thread stress under it when it can (else it
@@ -133,7 +133,7 @@ BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
-CORE_TESTS	:= test_swap_core test_swaprange test_swap_prep
+CORE_TESTS	:= test_swap_core test_swaprange
 
 OBJ		:= $(BUILD)/obj
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(OBJ)/%.o)

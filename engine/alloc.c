@@ -26,6 +26,7 @@
 #include "mount.h"
 #include "alloc.h"
 #include "log.h"
+#include "inode.h"
 
 struct sx_alloc {
 	struct sx_mutex	a_lock;		/* a_free, a_total */
@@ -582,6 +583,46 @@ static int alloc_change(struct sx_trans *tp, struct sx_alloc *a, u64 bno, u64 le
 }
 
 /*
+ * The bitmap is the only record of free space: a block of it that lost a
+ * write says "free" for blocks in use, and handing one out destroys what
+ * lives there.  Without a reverse map (XFS's rmapbt) a block's owner cannot
+ * be looked up, so only what the mount knows at no I/O cost is checked, and
+ * only facts that never make a truly free block look owned:
+ *  - the fsinfo block and the root directory's inode are always in use;
+ *  - an inode in the inode cache that is not being freed owns its block
+ *    (an inode's number is its block number);
+ *  - a block cached as live metadata (typed, not stale, i.e. not freed by
+ *    a committed transaction, not invalid, not invalidated by the caller's
+ *    own transaction) belongs to its structure.
+ * Reading each candidate to look for a metadata header would cost a read
+ * per block allocated and would not be sound either: a freed block keeps
+ * its last header on the disk.  A hit means the bitmap is damaged.
+ */
+static int alloc_check_unowned(struct sx_mount *mp, u64 bno, u64 len)
+{
+	const struct sx_sb *sb = &mp->m_sb;
+	const char *what = NULL;
+	u64 hit = 0;
+
+	if (sb->sb_fsinfo >= bno && sb->sb_fsinfo - bno < len) {
+		hit = sb->sb_fsinfo;
+		what = "the fsinfo block";
+	} else if (mp->m_rootino >= bno && mp->m_rootino - bno < len) {
+		hit = mp->m_rootino;
+		what = "the root directory's inode";
+	} else if (mp->m_icache && sx_icache_range_has(mp, bno, len, &hit)) {
+		what = "an inode in use";
+	} else if (sx_buf_range_live(mp, bno, len, &hit)) {
+		what = "cached metadata";
+	}
+	if (!what)
+		return 0;
+	sx_err(mp, "the bitmap says block %llu is free, but it is %s: a bitmap block is stale (a lost write?); not allocating it",
+	       (unsigned long long)hit, what);
+	return -EFSCORRUPTED;
+}
+
+/*
  * Allocate between @minlen and @maxlen contiguous blocks.
  *
  * Policy: walk free runs in block order from @hint (or sb_datastart when the
@@ -647,6 +688,9 @@ int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
 
 	if (SX_IS_CORRUPT(mp, bno < sb->sb_datastart || len > sb->sb_dblocks - bno))
 		return -EFSCORRUPTED;
+	error = alloc_check_unowned(mp, bno, len);
+	if (error)
+		return error;
 	error = alloc_change(tp, a, bno, len, true);
 	if (error)
 		return error;

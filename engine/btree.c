@@ -1460,6 +1460,28 @@ int sx_btree_verify_block(struct sx_mount *mp, const void *data, const struct sx
 }
 
 /*
+ * The greatest height a tree of @nrecs records can have.  Every block but
+ * the root is at least half full and a root node has two children at
+ * least, so the smallest tree of h >= 2 levels holds 2 * leaf * node^(h-2)
+ * records (leaf and node: half a block's worth).
+ */
+u32 sx_btree_max_levels(const struct sx_mount *mp, const struct sx_btree_ops *ops, u64 nrecs)
+{
+	u64 leaf = sx_max(sx_btree_maxrecs(mp, ops, true) / 2, 1u);
+	u64 node = sx_max(sx_btree_maxrecs(mp, ops, false) / 2, 2u);
+	u64 least = 2 * leaf;
+	u32 levels = 1;
+
+	while (levels < SX_BTREE_MAXLEVELS && nrecs >= least) {
+		levels++;
+		if (least > nrecs / node)
+			break;
+		least *= node;
+	}
+	return levels;
+}
+
+/*
  * Worst-case log bytes of one insert or delete in a tree of @nlevels.  Per
  * level: the path block and its sibling (new on a split, the partner of a
  * rebalance or merge) logged whole, the far neighbour whose sibling pointer

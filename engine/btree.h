@@ -121,6 +121,13 @@ int sx_btree_collect(struct sx_mount *mp, struct sx_trans *tp, const struct sx_b
 
 /** sx_btree_maxrecs() - records (leaf) or keys (node) a block can hold */
 u32 sx_btree_maxrecs(const struct sx_mount *mp, const struct sx_btree_ops *ops, bool leaf);
+
+/**
+ * sx_btree_max_levels() - the greatest height a tree of @ops holding @nrecs
+ * records can have (every block but the root is at least half full), at
+ * most SX_BTREE_MAXLEVELS
+ */
+u32 sx_btree_max_levels(const struct sx_mount *mp, const struct sx_btree_ops *ops, u64 nrecs);
 /** sx_btree_verify_block() - structure checks of a tree block (for bo_verify) */
 int sx_btree_verify_block(struct sx_mount *mp, const void *data, const struct sx_btree_ops *ops);
 /**

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "mount.h"
 #include "dev.h"
+#include "log.h"
 
 struct sx_bcache {
 	struct sx_mutex	bc_lock;
@@ -173,6 +174,35 @@ static struct sx_buf *sx_bcache_find(struct sx_bcache *bc, u64 blkno)
 	return NULL;
 }
 
+/* Find a block of [@bno, +@len) cached as live metadata. */
+bool sx_buf_range_live(struct sx_mount *mp, u64 bno, u64 len, u64 *hit)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	bool found = false;
+	u64 b;
+
+	sx_mutex_lock(&bc->bc_lock);
+	for (b = bno; b - bno < len && !found; b++) {
+		struct sx_list *pos;
+
+		sx_list_for_each(pos, sx_bcache_bucket(bc, b)) {
+			struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
+
+			if (bp->b_blkno != b || !bp->b_ops ||
+			    (bp->b_state & (SX_BS_STALE | SX_BS_INVALID)))
+				continue;
+			/* b_flags is ours to read only under b_lock, held by our transaction */
+			if (sx_mutex_is_held(&bp->b_lock) && (bp->b_flags & SX_BUF_INVAL))
+				continue;
+			*hit = b;
+			found = true;
+			break;
+		}
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+	return found;
+}
+
 /* Take another reference to a referenced buffer. */
 void sx_buf_hold(struct sx_buf *bp)
 {
@@ -288,6 +318,29 @@ int sx_buf_verify(struct sx_mount *mp, const void *data, u64 blkno,
 	return 0;
 }
 
+/*
+ * A block's LSN names the last log record whose changes it holds, and
+ * writeback comes after that record is durable: an LSN at or past the log
+ * head was never written by this log.  Trusted, it would make the next
+ * recovery skip changes the block lacks, so the block is corrupt.  (Before
+ * the log is set up, recovery checks the blocks it replays into itself.)
+ */
+static int sx_buf_check_lsn(struct sx_mount *mp, const void *data, u64 blkno,
+			    const struct sx_buf_ops *ops)
+{
+	u64 lsn = le64_to_cpu(((const struct sx_dblk_hdr *)data)->bh_lsn), head;
+
+	if (!mp->m_log || !lsn)
+		return 0;
+	head = sx_log_head(mp);
+	if (lsn < head)
+		return 0;
+	sx_err(mp, "%s block %llu has LSN %u/%u, which is not behind the log head %u/%u",
+	       ops->bo_name, (unsigned long long)blkno, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn),
+	       SX_LSN_CYCLE(head), SX_LSN_BLOCK(head));
+	return -EFSCORRUPTED;
+}
+
 /* Read and verify a block into a locked buffer. */
 int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 		u64 owner, struct sx_buf **bpp)
@@ -308,6 +361,8 @@ int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	}
 	if (!(bp->b_flags & SX_BUF_VERIFIED) || bp->b_ops != ops || bp->b_owner != owner) {
 		error = sx_buf_verify(mp, bp->b_data, blkno, ops, owner);
+		if (!error)
+			error = sx_buf_check_lsn(mp, bp->b_data, blkno, ops);
 		if (error)
 			goto out_invalid;
 		bp->b_ops = ops;
@@ -565,4 +620,46 @@ void sx_buf_unpin(struct sx_mount *mp, struct sx_buf *bp, u64 lsn)
 		bp->b_first_lsn = lsn;
 	sx_buf_rele_locked(bc, bp);
 	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/* The known metadata block types; see sx_buf_type_register(). */
+#define SX_BUF_TYPES_MAX	16
+static const struct sx_buf_ops *sx_buf_types[SX_BUF_TYPES_MAX];
+
+/* Register @ops for its magic (again: a no-op). */
+int sx_buf_type_register(const struct sx_buf_ops *ops)
+{
+	const struct sx_buf_ops *cur = sx_buf_type_lookup(ops->bo_magic);
+	u32 i;
+
+	if (cur)
+		return cur == ops ? 0 : -EEXIST;
+	for (i = 0; i < SX_BUF_TYPES_MAX; i++) {
+		if (!sx_buf_types[i]) {
+			sx_buf_types[i] = ops;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Forget @ops. */
+void sx_buf_type_unregister(const struct sx_buf_ops *ops)
+{
+	u32 i;
+
+	for (i = 0; i < SX_BUF_TYPES_MAX; i++)
+		if (sx_buf_types[i] == ops)
+			sx_buf_types[i] = NULL;
+}
+
+/* The type whose blocks start with @magic. */
+const struct sx_buf_ops *sx_buf_type_lookup(u32 magic)
+{
+	u32 i;
+
+	for (i = 0; i < SX_BUF_TYPES_MAX; i++)
+		if (sx_buf_types[i] && sx_buf_types[i]->bo_magic == magic)
+			return sx_buf_types[i];
+	return NULL;
 }

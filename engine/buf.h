@@ -177,7 +177,27 @@ bool sx_bcache_pressure(struct sx_mount *mp);
 /* sx_buf_invalidate() - drop a locked buffer's contents (cancelled init) */
 void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp);
 
+/**
+ * sx_buf_range_live() - whether a block of [@bno, +@len) is cached as live
+ * metadata (typed, neither stale nor invalid, not invalidated by the
+ * caller's own transaction); *@hit gets the first such block
+ */
+bool sx_buf_range_live(struct sx_mount *mp, u64 bno, u64 len, u64 *hit);
+
 /* Stamp header LSN and CRC in @data, which is @blkno's contents. */
 void sx_buf_stamp(struct sx_mount *mp, void *data, u64 lsn);
+
+/*
+ * The metadata block types by magic, so that log recovery can run the
+ * structure verifier of a block it rebuilt before writing it.  sx_init()
+ * registers the engine's; tests add their own.  Registration happens at
+ * start-up, never while a mount recovers, like the log item registry.
+ */
+/** sx_buf_type_register() - make @ops known by its magic; -EEXIST, -ENOSPC */
+int sx_buf_type_register(const struct sx_buf_ops *ops);
+/** sx_buf_type_unregister() - forget @ops if it is registered */
+void sx_buf_type_unregister(const struct sx_buf_ops *ops);
+/** sx_buf_type_lookup() - the registered type of @magic, or NULL */
+const struct sx_buf_ops *sx_buf_type_lookup(u32 magic);
 
 #endif /* SX_BUF_H */

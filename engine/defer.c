@@ -356,6 +356,17 @@ static u32 sx_defer_chain_bytes(const struct sx_mount *mp, const struct sx_defer
 	       (sx_trans_op_bytes(sizeof(struct sx_dlog_intent)) + sx_defer_max_intent_bytes());
 }
 
+/* The largest chain transaction of any registered type. */
+u32 sx_defer_largest_res(const struct sx_mount *mp)
+{
+	u32 i, res = 0;
+
+	for (i = 0; i < SX_LOG_OP_MAX; i++)
+		if (sx_defer_types[i].dt_ops)
+			res = sx_max(res, sx_defer_chain_bytes(mp, sx_defer_types[i].dt_ops));
+	return res;
+}
+
 /* Log space of relogging one pending: a done and a new intent. */
 static u32 sx_defer_relog_bytes(const struct sx_defer_pending *dp)
 {

@@ -97,6 +97,12 @@ void sx_defer_drop(struct sx_mount *mp, struct sx_list *list);
  */
 u32 sx_defer_step_bytes(const struct sx_mount *mp, const struct sx_defer_ops *ops);
 
+/**
+ * sx_defer_largest_res() - the largest reservation a transaction of a chain
+ * of any registered type asks for (recovery's chain included)
+ */
+u32 sx_defer_largest_res(const struct sx_mount *mp);
+
 /*
  * Recovery: each unfinished intent of a registered type is captured (its
  * items rebuilt, no transaction yet); sx_defer_recover_finish() then runs

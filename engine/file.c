@@ -37,6 +37,11 @@
 #include "mount.h"
 #include "dev.h"
 #include "file_io.h"
+#include "btree.h"
+#include "bmap.h"
+#include "defer.h"
+#include "reflink.h"
+#include "swap_host.h"
 #include <swapext/swapext.h>
 
 /* Slots of a new table; it doubles when full. */
@@ -287,6 +292,44 @@ static u32 sx_file_ialloc_res(const struct sx_mount *mp)
 {
 	/* its block (allocated, initialised whole) and the fsinfo block */
 	return sx_alloc_res_bytes(mp) + 2 * sx_trans_buf_bytes(mp);
+}
+
+/*
+ * The largest reservation of the store: the file operations below and the
+ * data path's, with a file's and the directory's fork at the greatest height
+ * their records can reach (a mapping or an entry per block), every deferred
+ * chain (the refcount tree's height is the mount's m_refc_nlevels, which the
+ * caller sets to the worst case), a swap's transaction.  A transaction that
+ * does not fit the log's largest record fails with -EINVAL.
+ */
+u32 sx_file_res_largest(const struct sx_mount *mp)
+{
+	u64 nrecs = mp->m_sb.sb_dblocks;
+	struct sx_inode file, dir;
+	u32 ino = sx_inode_res_bytes(mp), res;
+
+	memset(&file, 0, sizeof(file));
+	file.i_mode = SX_IFREG;
+	file.i_format = SX_DIF_BTREE;
+	file.i_broot = mp->m_sb.sb_datastart;
+	file.i_nrecs = nrecs;
+	dir = file;
+	dir.i_mode = SX_IFDIR;
+	file.i_blevel = sx_btree_max_levels(mp, &sx_bmbt_ops, nrecs) - 1;
+	dir.i_blevel = sx_btree_max_levels(mp, &sx_dirbt_ops, nrecs) - 1;
+
+	res = sx_max(sx_defer_largest_res(mp), sx_swap_host_res(mp));
+	/* writing, copy-on-write, freeing blocks (file_io.c, reflink.c) */
+	res = sx_max(res, sx_bmap_res_bytes(mp, &file) + sx_alloc_res_bytes(mp) + ino);
+	res = sx_max(res, sx_reflink_cow_res_bytes(mp, &file));
+	res = sx_max(res, sx_file_fork_free_res(mp, &file));
+	/*
+	 * Names: create, and rename (the largest of link, unlink and rename).
+	 * The root is the only directory and is never freed.
+	 */
+	res = sx_max(res, sx_file_ialloc_res(mp) + sx_dir_res_bytes(mp, &dir) + ino);
+	res = sx_max(res, 3 * sx_dir_res_bytes(mp, &dir) + 2 * ino + sx_file_unlinked_res(mp));
+	return res;
 }
 
 /* Look @name up; the inode is referenced; -EISDIR for a directory. */

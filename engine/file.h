@@ -21,4 +21,11 @@ int sx_fd_get(struct sx_mount *mp, int fd, struct sx_inode **ipp);
 /** sx_file_inode_ops - how the inode layer frees a file's blocks (sx_icache_init()) */
 extern const struct sx_inode_ops sx_file_inode_ops;
 
+/**
+ * sx_file_res_largest() - the largest log reservation any operation asks
+ * for on a filesystem of @mp's geometry, its B+trees at the greatest
+ * height their records can reach (mkfs sizes the log by it)
+ */
+u32 sx_file_res_largest(const struct sx_mount *mp);
+
 #endif /* SX_FILE_H */

@@ -405,6 +405,32 @@ static struct sx_inode *ic_lookup_rcu(struct sx_icache *ic, u64 ino)
 	return found;
 }
 
+/* Whether a live inode numbered in [@ino, +@len) is cached (RCU, no reference). */
+bool sx_icache_range_has(struct sx_mount *mp, u64 ino, u64 len, u64 *hit)
+{
+	struct sx_icache *ic = mp->m_icache;
+	bool found = false;
+	u64 n;
+
+	sx_rcu_read_lock();
+	for (n = ino; n - ino < len && !found; n++) {
+		struct sx_list *head = ic_bucket(ic, n), *pos;
+
+		for (pos = sx_rcu_dereference(head->next); pos != head;
+		     pos = sx_rcu_dereference(pos->next)) {
+			struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
+
+			if (ip->i_ino == n && !(sx_load_acquire(ip->i_iflags) & SX_IF_FREEING)) {
+				*hit = n;
+				found = true;
+				break;
+			}
+		}
+	}
+	sx_rcu_read_unlock();
+	return found;
+}
+
 /*
  * Under the cache lock: the live inode @ino, referenced, or NULL; *@freeing
  * says whether an inode @ino is being freed.  (A count only reaches zero

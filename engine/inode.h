@@ -121,6 +121,12 @@ int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *
 /** sx_inode_buf_ops - verifier of inode blocks */
 extern const struct sx_buf_ops sx_inode_buf_ops;
 
+/**
+ * sx_icache_range_has() - whether an inode numbered in [@ino, +@len) is
+ * cached and not being freed; *@hit gets the first (no reference taken)
+ */
+bool sx_icache_range_has(struct sx_mount *mp, u64 ino, u64 len, u64 *hit);
+
 /* Locking: the order is iolock before ilock; two inodes lock in inode-number order. */
 void sx_ilock(struct sx_inode *ip, u32 mode);
 void sx_iunlock(struct sx_inode *ip, u32 mode);

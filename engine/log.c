@@ -31,6 +31,20 @@ u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize)
 	return sx_max(max, 2u);
 }
 
+/*
+ * The smallest log for a transaction of @bytes: a record of r blocks needs
+ * a log of 8r blocks (records are at most an eighth of the log), and no
+ * record is longer than 1 MiB, whatever the log.
+ */
+u32 sx_log_min_blocks(u32 bytes, u32 blocksize)
+{
+	u64 rec = sx_howmany((u64)bytes + SX_LOG_HDR_BYTES, (u64)blocksize);
+
+	if (rec > sx_log_rec_max_blocks(SX_MAX_LOGBLOCKS, blocksize))
+		return 0;
+	return (u32)sx_max(8 * rec, (u64)SX_MIN_LOGBLOCKS);
+}
+
 /* The largest reservation a transaction may have. */
 u32 sx_log_max_trans_bytes(const struct sx_mount *mp)
 {
@@ -520,6 +534,8 @@ static int sx_log_write_epoch(struct sx_mount *mp)
 		return 0;
 	sx_mutex_lock(&mp->m_sb_lock);
 	mp->m_sb.sb_log_epoch = log->l_epoch;
+	/* from the first record on, the bitmap may change behind the count */
+	mp->m_sb.sb_clean_free = 0;
 	error = sx_write_sb(mp);
 	sx_mutex_unlock(&mp->m_sb_lock);
 	if (!error)
@@ -721,8 +737,9 @@ int sx_log_checkpoint(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list *pos;
-	u64 oldest, tail;
-	u32 prev_crc, i, keep;
+	u64 oldest, tail, clean_free;
+	u32 prev_crc = 0, i, keep;
+	bool moved;
 	int error;
 
 	if (mp->m_flags & SX_MF_RDONLY)
@@ -753,21 +770,31 @@ int sx_log_checkpoint(struct sx_mount *mp)
 		if (li->li_lsn && li->li_lsn < tail)
 			tail = li->li_lsn;
 	}
-	if (tail == log->l_tail) {
-		sx_mutex_unlock(&log->l_lock);
-		goto out_unlock;
-	}
-	prev_crc = sx_log_prev_crc_of(log, tail);
+	/*
+	 * The free count goes into the superblock only when this checkpoint
+	 * empties the log of an unmount: then the bitmap on the disk is all
+	 * there is, and nothing can change it before the next mount.
+	 */
+	clean_free = tail == SX_LSN(log->l_cycle, log->l_head) ? mp->m_clean_free : 0;
+	moved = tail != log->l_tail;
+	if (moved)
+		prev_crc = sx_log_prev_crc_of(log, tail);
 	sx_mutex_unlock(&log->l_lock);
 
 	sx_mutex_lock(&mp->m_sb_lock);
+	if (!moved && (!clean_free || mp->m_sb.sb_clean_free == clean_free)) {
+		sx_mutex_unlock(&mp->m_sb_lock);
+		goto out_unlock;
+	}
 	mp->m_sb.sb_log_tail = tail;
-	mp->m_sb.sb_log_tail_prev_crc = prev_crc;
+	if (moved)
+		mp->m_sb.sb_log_tail_prev_crc = prev_crc;
 	if (log->l_epoch_written)
 		mp->m_sb.sb_log_epoch = log->l_epoch;
+	mp->m_sb.sb_clean_free = clean_free;
 	error = sx_write_sb(mp);
 	sx_mutex_unlock(&mp->m_sb_lock);
-	if (error)
+	if (error || !moved)
 		goto out_unlock;
 
 	sx_mutex_lock(&log->l_lock);

@@ -122,6 +122,12 @@ u64 sx_log_tail(struct sx_mount *mp);
 u32 sx_log_rec_max_blocks(u32 logblocks, u32 blocksize);
 
 /**
+ * sx_log_min_blocks() - the smallest log of @blocksize blocks whose largest
+ * record holds a transaction of @bytes; 0 if no log's records can
+ */
+u32 sx_log_min_blocks(u32 bytes, u32 blocksize);
+
+/**
  * sx_log_rec_check_header() - validate a record header against where it was
  * found; @expect_lsn is the position, @prev_crc the chain value
  *

@@ -56,6 +56,7 @@ struct sx_recover {
 	struct sx_list	rc_intents;
 	u64		rc_seq;		/* ops seen so far */
 	u64		rc_lsn;		/* record being replayed */
+	u64		rc_head;	/* end of the valid log, from pass 1 */
 	int		rc_pass;
 	/* the records pass 1 found, for the log to move its tail onto later */
 	struct sx_log_scan_rec *rc_recs;
@@ -230,12 +231,58 @@ static bool sx_recover_is_cancelled(struct sx_recover *rc, u64 blkno)
 	return false;
 }
 
-/* Write every rebuilt block in place and forget them. */
+/*
+ * The CRC recovery stamps on a rebuilt block proves nothing about it: a
+ * record that passed its own CRC may still carry a bad block image.  So the
+ * block must pass the structure verifier of its type, as every block the
+ * running filesystem writes does.
+ */
+static int sx_recover_verify_buf(struct sx_mount *mp, const struct sx_rbuf *rb)
+{
+	const struct sx_dblk_hdr *hdr = (const struct sx_dblk_hdr *)rb->rb_data;
+	u32 magic = le32_to_cpu(hdr->bh_magic);
+	const struct sx_buf_ops *ops = sx_buf_type_lookup(magic);
+	int error;
+
+	if (!ops) {
+		sx_err(mp, "recovery: replay made block %llu a block of no known type (magic 0x%08x); refusing to write it",
+		       (unsigned long long)rb->rb_blkno, magic);
+		return -EFSCORRUPTED;
+	}
+	/* which object owns it is the business of whoever reads it next */
+	error = sx_buf_verify(mp, rb->rb_data, rb->rb_blkno, ops, le64_to_cpu(hdr->bh_owner));
+	if (error) {
+		sx_err(mp, "recovery: replayed %s block %llu fails its verifier (%d); refusing to write it",
+		       ops->bo_name, (unsigned long long)rb->rb_blkno, error);
+		return -EFSCORRUPTED;
+	}
+	return 0;
+}
+
+/*
+ * Write every rebuilt block in place and forget them.  All of them are
+ * verified before any is written, so a bad one fails the mount with
+ * nothing of this batch on the disk.
+ */
 static int sx_recover_flush_bufs(struct sx_recover *rc)
 {
 	struct sx_mount *mp = rc->rc_mp;
 	int error = 0, i;
 
+	for (i = 0; i < SX_RHASH && !error; i++) {
+		struct sx_list *pos;
+
+		sx_list_for_each(pos, &rc->rc_bufs[i]) {
+			struct sx_rbuf *rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
+
+			if (!rb->rb_dirty)
+				continue;
+			sx_buf_stamp(mp, rb->rb_data, rb->rb_lsn);
+			error = sx_recover_verify_buf(mp, rb);
+			if (error)
+				break;
+		}
+	}
 	for (i = 0; i < SX_RHASH; i++) {
 		struct sx_list *pos, *n;
 
@@ -243,7 +290,6 @@ static int sx_recover_flush_bufs(struct sx_recover *rc)
 			struct sx_rbuf *rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
 
 			if (!error && rb->rb_dirty) {
-				sx_buf_stamp(mp, rb->rb_data, rb->rb_lsn);
 				error = sx_fault("recover_write");
 				if (!error)
 					error = sx_dev_write(mp, rb->rb_blkno, 1, rb->rb_data, 0);
@@ -301,6 +347,19 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 		rb->rb_disk_lsn = le64_to_cpu(hdr->bh_lsn);
 	else
 		rb->rb_disk_lsn = 0;
+	/*
+	 * A block is written only after the record of its last change, so
+	 * no block of this log can name a record at or past the head.  One
+	 * that does would have every change to it skipped: refuse it.
+	 */
+	if (rb->rb_disk_lsn >= rc->rc_head) {
+		sx_err(mp, "recovery: block %llu has LSN %u/%u, which is not behind the log head %u/%u; refusing to trust it",
+		       (unsigned long long)blkno, SX_LSN_CYCLE(rb->rb_disk_lsn),
+		       SX_LSN_BLOCK(rb->rb_disk_lsn), SX_LSN_CYCLE(rc->rc_head),
+		       SX_LSN_BLOCK(rc->rc_head));
+		sx_free(rb);
+		return -EFSCORRUPTED;
+	}
 	sx_list_add(&rb->rb_hash, head);
 	rc->rc_nbufs++;
 	*rbp = rb;
@@ -551,6 +610,7 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 	if (scan.sc_records) {
 		/* pass 2: replay, pair intents */
 		rc->rc_pass = 2;
+		rc->rc_head = scan.sc_head;
 		rc->rc_seq = 0;
 		error = sx_log_scan(mp, sx_recover_record, rc, &scan);
 		if (!error)
@@ -589,6 +649,19 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 out_free:
 	sx_recover_free(rc);
 	return error;
+}
+
+/* Drop the intents replay queued in mp: the mount failed before pass 3. */
+void sx_log_recover_cancel(struct sx_mount *mp)
+{
+	struct sx_list *pos, *n;
+
+	if (!mp->m_rintents.next)
+		return;
+	sx_list_for_each_safe(pos, n, &mp->m_rintents) {
+		sx_list_del(pos);
+		sx_free(sx_list_entry(pos, struct sx_rintent, ri_list));
+	}
 }
 
 /*

@@ -60,4 +60,10 @@ const char *sx_log_stop_name(enum sx_log_stop stop);
 int sx_log_recover_replay(struct sx_mount *mp, bool *dirty);
 int sx_log_recover_intents(struct sx_mount *mp);
 
+/**
+ * sx_log_recover_cancel() - free the unfinished intents replay left for
+ * sx_log_recover_intents(), on a mount that fails before it runs them
+ */
+void sx_log_recover_cancel(struct sx_mount *mp);
+
 #endif /* SX_LOG_RECOVER_H */

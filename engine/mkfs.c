@@ -15,6 +15,11 @@
 #include "alloc.h"
 #include "fsinfo.h"
 #include "inode.h"
+#include "mount.h"
+#include "log.h"
+#include "btree.h"
+#include "refcount.h"
+#include "file.h"
 #include <swapext/swapext.h>
 
 /* Bytes of bitmap written per device write. */
@@ -109,17 +114,46 @@ static int mkfs_write_bitmap(struct sx_bdev *bd, const struct sx_sb *sb)
 	return error;
 }
 
-/* Write a new, empty filesystem on @bd. */
-SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
+/*
+ * The smallest log for a filesystem of @sb's geometry, in *@minp (0: none
+ * can do), and the largest transaction it must hold, in *@resp.  The
+ * reservations are computed by the engine's own functions on a mount that
+ * has the geometry and the refcount tree at its greatest height.
+ */
+static int mkfs_log_min(const struct sx_sb *sb, u32 *minp, u32 *resp)
 {
-	struct sx_geometry_opts go;
-	struct sx_sb sb;
-	size_t zlen;
-	void *zero;
+	struct sx_mount *mp;
 	int error;
 
-	if (!bd || !bd->bd_ops || !bd->bd_ops->write || !bd->bd_ops->flush)
-		return -EINVAL;
+	/* the deferred types size the chains' reservations */
+	error = sx_init();
+	if (error)
+		return error;
+	mp = sx_zalloc(sizeof(*mp), 0);
+	if (!mp)
+		return -ENOMEM;
+	mp->m_sb = *sb;
+	mp->m_bsize = sb->sb_blocksize;
+	mp->m_blog = sb->sb_blocklog;
+	sx_atomic_set(&mp->m_refc_nlevels,
+		      (s32)sx_btree_max_levels(mp, &sx_refcbt_ops, sb->sb_dblocks));
+	*resp = sx_file_res_largest(mp);
+	*minp = sx_log_min_blocks(*resp, sb->sb_blocksize);
+	sx_free(mp);
+	return 0;
+}
+
+/*
+ * The geometry of a new filesystem, with a log that holds the largest
+ * transaction: a default log grows to it, a log given too small is refused
+ * (unless SX_MKFS_SMALL_LOG), and so is a block size no log can serve.
+ */
+static int mkfs_geometry(struct sx_bdev *bd, const struct sx_mkfs_opts *opts,
+			 struct sx_sb *sb, u32 *minp, u32 *resp)
+{
+	struct sx_geometry_opts go;
+	int error;
+
 	memset(&go, 0, sizeof(go));
 	if (opts) {
 		go.go_blocksize = opts->mk_blocksize;
@@ -129,7 +163,66 @@ SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
 		go.go_uuid = opts->mk_uuid;
 		go.go_label = opts->mk_label;
 	}
-	error = sx_sb_geometry(&go, bd->bd_size, bd->bd_sectsize, &sb);
+	error = sx_sb_geometry(&go, bd->bd_size, bd->bd_sectsize, sb);
+	if (error)
+		return error;
+	error = mkfs_log_min(sb, minp, resp);
+	if (error || (opts && (opts->mk_flags & SX_MKFS_SMALL_LOG)))
+		return error;
+	if (!*minp) {
+		sx_err(NULL, "mkfs: the largest transaction takes %u bytes, more than any log record holds (%u bytes with %u-byte blocks); use smaller blocks",
+		       *resp, sx_log_rec_max_blocks(SX_MAX_LOGBLOCKS, sb->sb_blocksize) *
+		       sb->sb_blocksize - (u32)sizeof(struct sx_dlog_rec), sb->sb_blocksize);
+		return -EINVAL;
+	}
+	if (sb->sb_logblocks >= *minp)
+		return 0;
+	if (go.go_logblocks) {
+		sx_err(NULL, "mkfs: a log of %u blocks is too small for the largest transaction (%u bytes): the smallest log is %u blocks (%llu bytes)",
+		       sb->sb_logblocks, *resp, *minp,
+		       (unsigned long long)*minp * sb->sb_blocksize);
+		return -EINVAL;
+	}
+	go.go_logblocks = *minp;
+	error = sx_sb_geometry(&go, bd->bd_size, bd->bd_sectsize, sb);
+	if (error)
+		sx_err(NULL, "mkfs: the device is too small for the smallest log, %u blocks (%llu bytes)",
+		       *minp, (unsigned long long)*minp * sb->sb_blocksize);
+	return error;
+}
+
+/* The smallest log sx_mkfs() accepts for @opts on @bd. */
+SX_API int sx_mkfs_log_min(struct sx_bdev *bd, const struct sx_mkfs_opts *opts,
+			   uint32_t *logblocks, uint32_t *res_bytes)
+{
+	struct sx_mkfs_opts mo;
+	struct sx_sb sb;
+	int error;
+
+	if (!bd || !logblocks || !res_bytes)
+		return -EINVAL;
+	/* the geometry apart from the log: any valid log size will do */
+	memset(&mo, 0, sizeof(mo));
+	if (opts)
+		mo = *opts;
+	mo.mk_logblocks = 0;
+	mo.mk_flags |= SX_MKFS_SMALL_LOG;
+	error = mkfs_geometry(bd, &mo, &sb, logblocks, res_bytes);
+	return error;
+}
+
+/* Write a new, empty filesystem on @bd. */
+SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
+{
+	struct sx_sb sb;
+	u32 min, res;
+	size_t zlen;
+	void *zero;
+	int error;
+
+	if (!bd || !bd->bd_ops || !bd->bd_ops->write || !bd->bd_ops->flush)
+		return -EINVAL;
+	error = mkfs_geometry(bd, opts, &sb, &min, &res);
 	if (error)
 		return error;
 
@@ -171,6 +264,8 @@ SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts)
 	if (error)
 		goto out_free;
 
+	/* the log is empty: every data block is free but these two */
+	sb.sb_clean_free = sb.sb_dblocks - sb.sb_datastart - 2 + 1;
 	/* seq 1 -> 2 writes copy 0, then 3 writes copy 1: both valid */
 	error = sx_sb_write(bd, &sb);
 	if (error)

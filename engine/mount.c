@@ -23,6 +23,8 @@
 /* Free a mount and everything it set up. */
 static void sx_mount_free(struct sx_mount *mp)
 {
+	/* a mount that failed after replay still holds the intents it found */
+	sx_log_recover_cancel(mp);
 	sx_files_destroy(mp);
 	sx_icache_destroy(mp);
 	sx_alloc_destroy(mp);
@@ -34,13 +36,85 @@ static void sx_mount_free(struct sx_mount *mp)
 	sx_free(mp);
 }
 
+/*
+ * The bitmap is the only record of free space, so a bitmap block that lost
+ * a write (the disk kept its older version, checksum and all) would have
+ * the allocator hand out blocks that live structures own.  Cross-check it
+ * before anything is allocated:
+ *  - when the log was found empty, the bitmap must show the free count the
+ *    last clean unmount (or mkfs) recorded in the superblock;
+ *  - the blocks fsinfo names (itself, the root directory, the refcount
+ *    tree's root, the head of the unlinked list) must be in use;
+ *  - every inode fsinfo counts takes a block, and so does fsinfo.
+ * A NORECOVERY mount of a log that needs recovery sees an older state
+ * that need not add up; it is read-only, so only the first check applies.
+ */
+static int sx_mount_check_space(struct sx_mount *mp, bool log_empty, bool replayed)
+{
+	u64 nfree = sx_alloc_free_blocks(mp), clean = mp->m_sb.sb_clean_free;
+	u64 data = mp->m_sb.sb_dblocks - mp->m_sb.sb_datastart, icount, need;
+	const struct sx_dfsinfo *fi;
+	struct sx_buf *bp;
+	struct {
+		const char	*what;
+		u64		bno;
+	} owned[4];
+	bool isfree;
+	u32 i;
+	int error;
+
+	if (log_empty && clean && nfree != clean - 1) {
+		sx_err(mp, "the bitmap shows %llu free blocks, but %llu were free when the log was last left empty: a bitmap block is stale (a lost write?)",
+		       (unsigned long long)nfree, (unsigned long long)(clean - 1));
+		return -EFSCORRUPTED;
+	}
+	if (!log_empty && !replayed)
+		return 0;
+
+	error = sx_buf_read(mp, mp->m_sb.sb_fsinfo, &sx_fsinfo_buf_ops, 0, &bp);
+	if (error)
+		return error;
+	fi = bp->b_data;
+	icount = le64_to_cpu(fi->fi_icount);
+	owned[0].what = "the fsinfo block";
+	owned[0].bno = mp->m_sb.sb_fsinfo;
+	owned[1].what = "the root directory's inode";
+	owned[1].bno = le64_to_cpu(fi->fi_rootino);
+	owned[2].what = "the refcount tree's root";
+	owned[2].bno = le64_to_cpu(fi->fi_refc_root);
+	owned[3].what = "the first inode of the unlinked list";
+	owned[3].bno = le64_to_cpu(fi->fi_unlinked);
+	sx_buf_relse(bp);
+
+	for (i = 0; i < ARRAY_SIZE(owned); i++) {
+		if (!owned[i].bno)
+			continue;
+		error = sx_alloc_is_free(mp, owned[i].bno, &isfree);
+		if (error)
+			return error;
+		if (isfree) {
+			sx_err(mp, "%s (block %llu) is free in the bitmap: a bitmap block is stale (a lost write?)",
+			       owned[i].what, (unsigned long long)owned[i].bno);
+			return -EFSCORRUPTED;
+		}
+	}
+	need = icount + 1 + (owned[2].bno ? 1 : 0);
+	if (data - nfree < need) {
+		sx_err(mp, "the bitmap shows %llu blocks in use, fewer than the %llu that fsinfo's %llu inodes and its own blocks take: a bitmap block is stale (a lost write?)",
+		       (unsigned long long)(data - nfree), (unsigned long long)need,
+		       (unsigned long long)icount);
+		return -EFSCORRUPTED;
+	}
+	return 0;
+}
+
 /* Open the filesystem on @bd. */
 SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		    struct sx_mount **mpp)
 {
 	static const struct sx_mount_opts defaults;
 	struct sx_mount *mp;
-	bool rdonly, dirty = false;
+	bool rdonly, dirty = false, log_empty = false;
 	int error;
 
 	if (!opts)
@@ -100,8 +174,10 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		if (!error)
 			error = sx_log_init(mp, scan.sc_head, scan.sc_head_prev_crc,
 					    scan.sc_max_tid + 1);
+		log_empty = !error && scan.sc_records == 0;
 	} else {
 		error = sx_log_recover_replay(mp, &dirty);
+		log_empty = mp->m_rstats.rs_records == 0;
 	}
 	if (error)
 		goto out_free;
@@ -109,6 +185,9 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	if (error)
 		goto out_free;
 	error = sx_fsinfo_mount(mp);
+	if (error)
+		goto out_free;
+	error = sx_mount_check_space(mp, log_empty, !(opts->mo_flags & SX_MOUNT_NORECOVERY));
 	if (error)
 		goto out_free;
 	error = sx_icache_init(mp, &sx_file_inode_ops);
@@ -145,8 +224,11 @@ SX_API int sx_unmount(struct sx_mount *mp)
 		return 0;
 	/* last closes first: they free files with no name */
 	sx_files_destroy(mp);
-	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp))
+	if (!(mp->m_flags & SX_MF_RDONLY) && !sx_is_shutdown(mp)) {
+		/* nothing changes the bitmap any more: its count is final */
+		mp->m_clean_free = sx_alloc_free_blocks(mp) + 1;
 		error = sx_log_checkpoint(mp);
+	}
 	if (sx_is_shutdown(mp)) {
 		if (!error)
 			error = mp->m_shutdown_error;

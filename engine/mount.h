@@ -53,6 +53,7 @@ struct sx_mount {
 	struct sx_icache *m_icache;	/* in-core inodes (inode.c) */
 	struct sx_mutex	m_unlinked_lock; /* serialises removals from the unlinked list */
 	u64		m_rootino;	/* the root directory (fsinfo, fixed at mkfs) */
+	u64		m_clean_free;	/* unmount: sb_clean_free for its last checkpoint */
 	struct sx_atomic m_refc_nlevels; /* refcount tree height, greatest seen (fsinfo.c) */
 	struct sx_refc_unshared *m_unshared; /* blocks unshared, maybe not durably (refcount.c) */
 	struct sx_host	m_host;		/* the swap core's host (swap_host.c) */

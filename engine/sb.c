@@ -73,6 +73,9 @@ static int sb_check_geometry(const struct sx_mount *mp, const struct sx_sb *sb)
 	/* seq 0 is never written: sx_sb_write() bumps before writing */
 	if (SX_IS_CORRUPT(mp, sb->sb_seq == 0))
 		return -EFSCORRUPTED;
+	/* nor is one past the maximum; such a copy would win every read */
+	if (SX_IS_CORRUPT(mp, sb->sb_seq > SX_SB_SEQ_MAX))
+		return -EFSCORRUPTED;
 	if (SX_IS_CORRUPT(mp, sb_all_zero(sb->sb_uuid, SX_UUID_SIZE)))
 		return -EFSCORRUPTED;
 
@@ -105,6 +108,9 @@ static int sb_check_geometry(const struct sx_mount *mp, const struct sx_sb *sb)
 	if (SX_IS_CORRUPT(mp, SX_LSN_CYCLE(sb->sb_log_tail) < 1 ||
 			  SX_LSN_BLOCK(sb->sb_log_tail) >= sb->sb_logblocks))
 		return -EFSCORRUPTED;
+	/* never more free blocks than data blocks */
+	if (SX_IS_CORRUPT(mp, sb->sb_clean_free > sb->sb_dblocks - sb->sb_datastart + 1))
+		return -EFSCORRUPTED;
 	return 0;
 }
 
@@ -134,6 +140,7 @@ void sx_sb_from_disk(const void *buf, struct sx_sb *sb)
 	sb->sb_bmapblocks = le32_to_cpu(dsb->sb_bmapblocks);
 	sb->sb_datastart = le64_to_cpu(dsb->sb_datastart);
 	sb->sb_fsinfo = le64_to_cpu(dsb->sb_fsinfo);
+	sb->sb_clean_free = le64_to_cpu(dsb->sb_clean_free);
 	sb->sb_ctime = le64_to_cpu(dsb->sb_ctime);
 	memcpy(sb->sb_label, dsb->sb_label, SX_LABEL_SIZE);
 	sb->sb_label[SX_LABEL_SIZE] = '\0';
@@ -210,6 +217,7 @@ void sx_sb_encode(const struct sx_sb *sb, void *buf)
 	dsb->sb_bmapblocks = cpu_to_le32(sb->sb_bmapblocks);
 	dsb->sb_datastart = cpu_to_le64(sb->sb_datastart);
 	dsb->sb_fsinfo = cpu_to_le64(sb->sb_fsinfo);
+	dsb->sb_clean_free = cpu_to_le64(sb->sb_clean_free);
 	dsb->sb_ctime = cpu_to_le64(sb->sb_ctime);
 	lablen = sb_label_len(sb->sb_label, SX_LABEL_SIZE);
 	memcpy(dsb->sb_label, sb->sb_label, lablen);
@@ -356,6 +364,9 @@ int sx_sb_write(struct sx_bdev *bd, struct sx_sb *sb)
 		return error;
 	if (bd->bd_sectsize > sb->sb_blocksize)
 		return -EINVAL;
+	/* a sequence past the maximum would fail decode: never write one */
+	if (sb->sb_seq >= SX_SB_SEQ_MAX)
+		return -EFSCORRUPTED;
 	buf = sx_zalloc(len, SX_NOFS);
 	if (!buf)
 		return -ENOMEM;

@@ -31,6 +31,7 @@ struct sx_sb {
 	u32	sb_bmapblocks;
 	u64	sb_datastart;
 	u64	sb_fsinfo;		/* the fsinfo block */
+	u64	sb_clean_free;		/* free data blocks + 1 at a clean unmount; 0: unknown */
 	u64	sb_ctime;
 	char	sb_label[SX_LABEL_SIZE + 1];
 };

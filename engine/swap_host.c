@@ -253,6 +253,12 @@ static u32 sx_shost_step_bytes(const struct sx_mount *mp)
 	       sx_defer_step_bytes(mp, &sx_bmap_defer_ops);
 }
 
+/* For sizing the log: what sx_shost_trans_alloc() reserves. */
+u32 sx_swap_host_res(const struct sx_mount *mp)
+{
+	return sx_shost_step_bytes(mp);
+}
+
 /*
  * Start a swap's transaction: log space for one step (the chain renews it
  * at each roll), and -ENOSPC at once if the free blocks could not hold the

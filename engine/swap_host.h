@@ -22,4 +22,7 @@ void sx_swap_host_init(struct sx_mount *mp);
 int sx_swap_host_register(void);
 void sx_swap_host_unregister(void);
 
+/** sx_swap_host_res() - the reservation of one transaction of a swap */
+u32 sx_swap_host_res(const struct sx_mount *mp);
+
 #endif /* SX_SWAP_HOST_H */

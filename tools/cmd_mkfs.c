@@ -151,8 +151,26 @@ int cmd_mkfs(int argc, char **argv)
 	error = sx_mkfs(bd, &opts);
 	if (error) {
 		u64 devsize = bd->bd_size;
+		u32 min = 0, res = 0, bs = opts.mk_blocksize ? opts.mk_blocksize :
+					      SX_DEFAULT_BLOCKSIZE;
+		int lerr = -EINVAL;
 
+		/* a log too small for the largest transaction: say what is enough */
+		if (error == -EINVAL)
+			lerr = sx_mkfs_log_min(bd, &opts, &min, &res);
 		sx_bdev_destroy(bd);
+		if (!lerr && !min)
+			return tool_error(error, "mkfs: %s: the largest transaction (%u bytes) does not fit any log record with %u-byte blocks; use smaller blocks",
+					  path, res, bs);
+		if (!lerr && opts.mk_logblocks && opts.mk_logblocks < min)
+			return tool_error(error, "mkfs: %s: a log of %llu bytes is too small for the largest transaction (%u bytes); the smallest log is %llu bytes (-l %lluk)",
+					  path, (unsigned long long)opts.mk_logblocks * bs, res,
+					  (unsigned long long)min * bs,
+					  (unsigned long long)min * bs / 1024);
+		if (!lerr && !opts.mk_logblocks)
+			return tool_error(error, "mkfs: %s: a device of %llu bytes is too small for the smallest log (%llu bytes)",
+					  path, (unsigned long long)devsize,
+					  (unsigned long long)min * bs);
 		if (error == -EINVAL)
 			return tool_error(error, "mkfs: %s: impossible geometry for a device of %llu bytes",
 					  path, (unsigned long long)devsize);

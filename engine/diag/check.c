@@ -227,6 +227,9 @@ static void ck_sb_explain(struct sx_checker *ck, int k, u64 off, const void *buf
 			   k, raw.sb_version, SX_VERSION);
 	if (raw.sb_seq == 0)
 		sx_check_problem(ck, "superblock copy %d: sb_seq is 0, which is never written", k);
+	if (raw.sb_seq > SX_SB_SEQ_MAX)
+		sx_check_problem(ck, "superblock copy %d: sb_seq %llu is beyond %llu, which no filesystem reaches",
+				 k, (sx_ull)raw.sb_seq, (sx_ull)SX_SB_SEQ_MAX);
 	if (raw.sb_logblocks && SX_LSN_BLOCK(raw.sb_log_tail) >= raw.sb_logblocks)
 		sx_check_problem(ck, "superblock copy %d: log tail block %u is past the log's %u blocks",
 			   k, SX_LSN_BLOCK(raw.sb_log_tail), raw.sb_logblocks);
@@ -554,6 +557,28 @@ static int ck_log(struct sx_checker *ck, const struct sx_sb *sb)
  * The free-space bitmap.
  */
 
+/*
+ * A block is written back only after the log record of its last change,
+ * so its LSN is a place in the log behind the head.  Recovery skips every
+ * change older than a block's LSN: one past the head would have it skip
+ * changes the block lacks.
+ */
+void sx_check_lsn(struct sx_checker *ck, const void *data, const char *what)
+{
+	const struct sx_sb *sb = &ck->ck_mp->m_sb;
+	u64 lsn = le64_to_cpu(((const struct sx_dblk_hdr *)data)->bh_lsn);
+
+	if (!lsn)
+		return;
+	if (SX_LSN_CYCLE(lsn) == 0 || SX_LSN_BLOCK(lsn) >= sb->sb_logblocks)
+		sx_check_problem(ck, "%s: LSN %u/%u is not a log position", what,
+				 SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn));
+	else if (ck->ck_head && lsn >= ck->ck_head)
+		sx_check_problem(ck, "%s: LSN %u/%u is not behind the log head %u/%u (recovery would skip changes the block lacks)",
+				 what, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn),
+				 SX_LSN_CYCLE(ck->ck_head), SX_LSN_BLOCK(ck->ck_head));
+}
+
 /* Population count without a libgcc call. */
 static inline u32 ck_popcount(u64 x)
 {
@@ -653,8 +678,9 @@ static bool ck_bitmap_block(struct sx_checker *ck, u32 idx, const u8 *buf, u64 *
 	const struct sx_dbitmap *bm = (const struct sx_dbitmap *)buf;
 	const u8 *bits = buf + SX_BITMAP_HDR_SIZE;
 	u64 blkno = sb->sb_bmapstart + idx, nbits = SX_BITMAP_BITS(mp->m_bsize);
-	u64 base = (u64)idx * nbits, below, zeros, lo, hi, first, lsn;
+	u64 base = (u64)idx * nbits, below, zeros, lo, hi, first;
 	u64 problems = ck->ck_problems;
+	char what[64];
 	u32 crc, stored;
 	int error;
 
@@ -686,14 +712,8 @@ static bool ck_bitmap_block(struct sx_checker *ck, u32 idx, const u8 *buf, u64 *
 	if (bm->bm_pad != 0)
 		sx_check_problem(ck, "bitmap block %u (block %llu): bm_pad is 0x%llx, expected 0",
 			   idx, (sx_ull)blkno, (sx_ull)le64_to_cpu(bm->bm_pad));
-	lsn = le64_to_cpu(bm->bm_hdr.bh_lsn);
-	if (lsn && (SX_LSN_CYCLE(lsn) == 0 || SX_LSN_BLOCK(lsn) >= sb->sb_logblocks))
-		sx_check_problem(ck, "bitmap block %u (block %llu): LSN %u/%u is not a log position",
-			   idx, (sx_ull)blkno, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn));
-	else if (lsn && ck->ck_head && lsn >= ck->ck_head)
-		sx_check_problem(ck, "bitmap block %u (block %llu): LSN %u/%u is not behind the log head %u/%u",
-			   idx, (sx_ull)blkno, SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn),
-			   SX_LSN_CYCLE(ck->ck_head), SX_LSN_BLOCK(ck->ck_head));
+	snprintf(what, sizeof(what), "bitmap block %u (block %llu)", idx, (sx_ull)blkno);
+	sx_check_lsn(ck, buf, what);
 
 	ck_bitmap_reserved(ck, idx, bits, base, nbits);
 
@@ -742,6 +762,11 @@ static int ck_bitmap(struct sx_checker *ck, const struct sx_sb *sb)
 			unjudged++;
 	}
 	sx_free(buf);
+	/* what the last clean unmount counted, if the log is still empty */
+	if (!unjudged && ck->ck_head && !ck->ck_records && sb->sb_clean_free &&
+	    nfree != sb->sb_clean_free - 1)
+		sx_check_problem(ck, "bitmap: %llu free data blocks, but the superblock says %llu were free when the log was last left empty (a bitmap block lost a write?)",
+				 (sx_ull)nfree, (sx_ull)(sb->sb_clean_free - 1));
 	if (unjudged)
 		sx_check_note(ck, "bitmap: %llu free blocks of %llu data blocks in the %u bitmap blocks that could be checked (%u could not)",
 			(sx_ull)nfree, (sx_ull)data, sb->sb_bmapblocks - unjudged, unjudged);
@@ -794,6 +819,14 @@ static bool ck_meta_block(struct sx_checker *ck, const struct sx_sb *sb, u8 *buf
 		sx_check_problem(ck, "%s (block %llu): %s (%d)", what, (sx_ull)bno,
 			   sx_offline_errname(error), error);
 		return false;
+	}
+	/* the walk of every file judges these blocks' LSNs when it runs */
+	if (ck->ck_flags & SX_CHECK_SPACE_ONLY) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "%s block %llu (%s)", ops->bo_name, (sx_ull)bno,
+			 what);
+		sx_check_lsn(ck, buf, name);
 	}
 	return used;
 }
@@ -868,7 +901,12 @@ SX_API int sx_check_flags(struct sx_bdev *bd, u32 flags, sx_report_fn report, vo
 		*problems = 0;
 	if (!bd || !bd->bd_ops || !bd->bd_ops->read)
 		return -EINVAL;
+	/* the log's items are judged by the registry, which a mount fills */
+	error = sx_init();
+	if (error)
+		return error;
 	memset(&ck, 0, sizeof(ck));
+	ck.ck_flags = flags;
 	ck.ck_bd = bd;
 	ck.ck_report = report;
 	ck.ck_arg = arg;

@@ -109,6 +109,7 @@ static bool ck_read_meta(struct ck_usage *cu, u64 bno, const struct sx_buf_ops *
 			 u64 owner, const char *what)
 {
 	struct sx_mount *mp = cu->cu_ck->ck_mp;
+	char name[96];
 	int error;
 
 	error = sx_dev_read(mp, bno, 1, cu->cu_buf);
@@ -119,6 +120,9 @@ static bool ck_read_meta(struct ck_usage *cu, u64 bno, const struct sx_buf_ops *
 			   (sx_ull)bno, (sx_ull)owner, sx_offline_errname(error), error);
 		return false;
 	}
+	snprintf(name, sizeof(name), "%s block %llu (owner %llu)", what, (sx_ull)bno,
+		 (sx_ull)owner);
+	sx_check_lsn(cu->cu_ck, cu->cu_buf, name);
 	return true;
 }
 

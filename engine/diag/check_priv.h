@@ -17,6 +17,7 @@ struct sx_checker {
 	sx_report_fn	ck_report;
 	void		*ck_arg;
 	u64		ck_problems;
+	u32		ck_flags;	/* SX_CHECK_* */
 	u64		ck_head;	/* LSN after the valid log; 0 if unknown */
 	u32		ck_records;	/* valid records past the tail */
 	u32		ck_rec_problems; /* records with a bad op */
@@ -32,6 +33,12 @@ void sx_check_problem(struct sx_checker *ck, const char *fmt, ...)
 /* Report a fact; a line starting "note: ". */
 void sx_check_note(struct sx_checker *ck, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/**
+ * sx_check_lsn() - report a metadata block image whose LSN is not a log
+ * position or is not behind the log head; @what names the block
+ */
+void sx_check_lsn(struct sx_checker *ck, const void *data, const char *what);
 
 /**
  * sx_check_files() - walk the root directory, every file it names and the

@@ -34,7 +34,8 @@ SX_SIZE(sx_dlog_sxi, 96);
 
 SX_OFF(sx_dsb, sb_label, 128);
 SX_OFF(sx_dsb, sb_fsinfo, 160);
-SX_OFF(sx_dsb, sb_reserved, 168);
+SX_OFF(sx_dsb, sb_clean_free, 168);
+SX_OFF(sx_dsb, sb_reserved, 176);
 SX_OFF(sx_dfsinfo, fi_rootino, 48);
 SX_OFF(sx_dfsinfo, fi_unlinked, 56);
 SX_OFF(sx_dfsinfo, fi_next_gen, 64);
@@ -42,7 +43,7 @@ SX_OFF(sx_dfsinfo, fi_icount, 72);
 SX_OFF(sx_dfsinfo, fi_refc_root, 80);
 SX_OFF(sx_dfsinfo, fi_refc_level, 88);
 SX_OFF(sx_dinode, di_next_unlinked, 120);
-_Static_assert(sizeof(((struct sx_dsb *)0)->sb_reserved) == 39 * 8, "sb_reserved size");
+_Static_assert(sizeof(((struct sx_dsb *)0)->sb_reserved) == 38 * 8, "sb_reserved size");
 
 _Static_assert(sizeof(struct sx_dsb) <= SX_SB_SIZE, "superblock exceeds its sector");
 _Static_assert(SX_DINODE_CORE + sizeof(struct sx_ddir_rec) <= SX_MIN_BLOCKSIZE,

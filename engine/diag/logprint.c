@@ -387,6 +387,10 @@ SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg)
 
 	if (!bd || !bd->bd_ops || !bd->bd_ops->read || !print)
 		return -EINVAL;
+	/* item names and decoders come from the registry, which a mount fills */
+	error = sx_init();
+	if (error)
+		return error;
 	memset(&lp, 0, sizeof(lp));
 	lp.lp_print = print;
 	lp.lp_arg = arg;

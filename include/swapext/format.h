@@ -62,6 +62,14 @@
 #define SX_LSN_CYCLE(lsn)	((u32)((lsn) >> 32))
 #define SX_LSN_BLOCK(lsn)	((u32)(lsn))
 
+/*
+ * The largest superblock sequence number.  No filesystem gets near it (2^62
+ * writes at a million a second take 146,000 years), so a copy beyond it is
+ * damage; and since sx_sb_write() never goes past it, the sequence never
+ * wraps to 0, which decode refuses.
+ */
+#define SX_SB_SEQ_MAX		(1ull << 62)
+
 /* Superblock: SX_SB_SIZE bytes at the start of blocks 0 and 1. */
 struct sx_dsb {
 	__le32	sb_magic;
@@ -88,7 +96,15 @@ struct sx_dsb {
 	__le64	sb_ctime;		/* mkfs time, ns since the epoch */
 	char	sb_label[SX_LABEL_SIZE];
 	__le64	sb_fsinfo;		/* block of the fsinfo block (in the data area) */
-	__le64	sb_reserved[39];	/* zero; room for later fields */
+	/*
+	 * 1 + the free data blocks the bitmap shows, written only when the
+	 * log is empty (mkfs, the last checkpoint of a clean unmount) and
+	 * cleared before a mount writes its first record: 0 means not known.
+	 * A mount that finds the log empty compares it with the bitmap, so
+	 * that a bitmap block that lost a write is not taken at its word.
+	 */
+	__le64	sb_clean_free;
+	__le64	sb_reserved[38];	/* zero; room for later fields */
 };
 
 /*

@@ -38,21 +38,48 @@ struct sx_bdev;
 #define SX_DIFLAG_ALL		0xfu
 
 /* Options for sx_mkfs(); zero fields take defaults. */
+enum {
+	/*
+	 * Accept a log too small for the largest transaction (clones,
+	 * copy-on-write, swaps and deep B+trees then fail with EINVAL): for
+	 * tests of the log itself, which want a small log that wraps often.
+	 */
+	SX_MKFS_SMALL_LOG	= (1u << 0),
+};
+
 struct sx_mkfs_opts {
 	uint32_t	mk_blocksize;		/* 512..65536, power of 2; default 4096 */
-	uint32_t	mk_logblocks;		/* default: 1/64 of the device, 256 KiB..64 MiB */
+	/*
+	 * Default: 1/64 of the device, 256 KiB..64 MiB, and at least
+	 * sx_mkfs_log_min(); a log given here below that is refused.
+	 */
+	uint32_t	mk_logblocks;
 	uint64_t	mk_dblocks;		/* default: the whole device */
 	uint32_t	mk_feat_log_incompat;	/* SX_FEAT_LOG_INCOMPAT_* */
 	const uint8_t	*mk_uuid;		/* 16 bytes; default derived from the clock */
 	const char	*mk_label;
+	uint32_t	mk_flags;		/* SX_MKFS_* */
 };
 
 /**
  * sx_mkfs() - write a new, empty filesystem on @bd
  *
- * Return: 0, -EINVAL for impossible geometry, or a device error.
+ * Return: 0, -EINVAL for impossible geometry (a log too small for the
+ * largest transaction among it: see sx_mkfs_log_min()), or a device error.
  */
 SX_API int sx_mkfs(struct sx_bdev *bd, const struct sx_mkfs_opts *opts);
+
+/**
+ * sx_mkfs_log_min() - the smallest log sx_mkfs() accepts for @opts on @bd
+ * @logblocks: set to the smallest log in blocks, whose largest record holds
+ *	the largest transaction of a filesystem of that block size and size;
+ *	0 if no log can (records are at most 1 MiB: the blocks are too large)
+ * @res_bytes: set to the size of that transaction
+ *
+ * Return: 0, or -EINVAL for impossible geometry.
+ */
+SX_API int sx_mkfs_log_min(struct sx_bdev *bd, const struct sx_mkfs_opts *opts,
+			   uint32_t *logblocks, uint32_t *res_bytes);
 
 enum {
 	SX_MOUNT_RDONLY		= (1u << 0),	/* no writes at all */

@@ -2,7 +2,6 @@
 /*
  * Swap test helpers: tagged blocks and the block model of files.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,9 @@ struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic)
 	struct sx_bdev *bd;
 
 	mo.mk_uuid = uuid;
+	/* a test that picks the log's size picks it for the log's sake */
+	if (logblocks)
+		mo.mk_flags = SX_MKFS_SMALL_LOG;
 	if (atomic)
 		mo.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP;
 	if (sx_memdev_create(size, 512, &bd) || sx_mkfs(bd, &mo)) {
@@ -161,55 +163,4 @@ int sxs_swap(struct sx_mount *mp, struct sxs_file *f1, u64 o1, struct sxs_file *
 	fsr.length = (s64)len;
 	fsr.flags = flags;
 	return sx_swap_file_range(mp, f2->sf_fd, &fsr);
-}
-
-/* Checker reports, shown with SX_TEST_VERBOSE. */
-static void sxs_check_report(void *arg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-#define SXS_CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL ");			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			return -1;					\
-		}							\
-	} while (0)
-
-int sxs_recover_verify(struct sx_bdev *bd,
-		       int (*files_ok)(struct sx_mount *mp, const void *arg, const char *what),
-		       const void *arg, const char *what)
-{
-	struct sx_mount *mp;
-	u64 problems = 0, digest;
-	int error, bad;
-
-	error = sx_mount(bd, NULL, &mp);
-	SXS_CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
-	bad = files_ok(mp, arg, what);
-	error = sx_unmount(mp);
-	if (bad)
-		return -1;
-	SXS_CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	error = sx_check(bd, sxs_check_report, NULL, &problems);
-	SXS_CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
-		  (unsigned long long)problems);
-	/* a digest, not a copy: images of hundreds of MiB are checked per crash point */
-	digest = sxt_bdev_digest(bd);
-	error = sx_mount(bd, NULL, &mp);
-	if (!error)
-		error = sx_unmount(mp);
-	SXS_CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	SXS_CHECK(sxt_bdev_digest(bd) == digest, "%s: second recovery changed the image", what);
-	return 0;
 }

@@ -24,7 +24,10 @@ struct sxs_file *sxs_file_new(u64 nblk);
 void sxs_file_free(struct sxs_file *f);
 void sxs_file_copy(struct sxs_file *dst, const struct sxs_file *src);
 
-/* sxs_mkimg() - a memory device of @size bytes, mkfs'd with @bs blocks (+atomic_swap) */
+/*
+ * sxs_mkimg() - a memory device of @size bytes, mkfs'd with @bs blocks
+ * (+atomic_swap); a @logblocks given is taken even if too small
+ */
 struct sx_bdev *sxs_mkimg(u64 size, u32 bs, u32 logblocks, bool atomic);
 /* sxs_tag() - a unique tag for block @blk of file @id at version @ver */
 static inline u64 sxs_tag(u32 id, u64 blk, u32 ver)
@@ -42,15 +45,5 @@ void sxs_model_swap(struct sxs_file *f1, u64 o1, struct sxs_file *f2, u64 o2, u6
 /* sxs_swap() - sx_swap_file_range() of bytes [@o1, +@len) of @f1 with [@o2, +@len) of @f2 */
 int sxs_swap(struct sx_mount *mp, struct sxs_file *f1, u64 o1, struct sxs_file *f2, u64 o2,
 	     u64 len, u64 flags);
-
-/*
- * sxs_recover_verify() - the checks after a power cut: mount @bd (recovery),
- * @files_ok(@mp, @arg, @what) on what it shows, unmount, the checker clean,
- * and a second mount and unmount that change no byte of the image.
- * Failures are printed with @what; returns 0 or -1.
- */
-int sxs_recover_verify(struct sx_bdev *bd,
-		       int (*files_ok)(struct sx_mount *mp, const void *arg, const char *what),
-		       const void *arg, const char *what);
 
 #endif /* SXSWAP_H */

@@ -40,7 +40,10 @@ int sxt_tblock_update(struct sx_trans *tp, u64 blkno, u64 gen);
 /* sxt_tblock_read() - read test block @blkno through the cache: its gen, or error */
 int sxt_tblock_read(struct sx_mount *mp, u64 blkno, u64 *gen);
 
-/* sxt_memfs() - a memory device of @size bytes with a new filesystem on it */
+/*
+ * sxt_memfs() - a memory device of @size bytes with a new filesystem on it;
+ * a @logblocks given is taken even if too small for the largest transaction
+ */
 struct sx_bdev *sxt_memfs(u64 size, u32 blocksize, u32 logblocks);
 /* sxt_bdev_copy() - a new memory device holding the contents of @src */
 struct sx_bdev *sxt_bdev_copy(struct sx_bdev *src);

@@ -18,11 +18,10 @@
  *
  * SX_CRASH_LEVEL=quick samples every 5th write; long runs more seeds.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sxtest.h"
+#include "sxcrash.h"
 
 #define BS		1024u
 #define SECT		512u
@@ -48,20 +47,8 @@ struct run {
 	int		error;
 };
 
-static u64 passed, failed, crash_points;
-static int level;
 static struct sx_bdev *pristine;
 static const char *const names[NF] = { "f0", "f1", "f2" };
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 /* One op of the workload on the model @s and the files @fd. */
 static int one_op(struct sx_mount *mp, u64 *seed, int *fd, struct snap *s, int *opp, int *dp)
@@ -222,8 +209,9 @@ static bool sector_ok(const struct run *r, int f, u64 k, const u8 *got, u32 n, b
 }
 
 /* Check every file against the window of states of @r. */
-static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
+static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
+	const struct run *r = arg;
 	static const u8 zeroes[SECT];
 	static u8 buf[FBYTES];
 	struct sx_stat stt;
@@ -239,102 +227,58 @@ static int files_ok(struct sx_mount *mp, const struct run *r, const char *what)
 				gone_ok = true;
 		if (error == -ENOENT && (gone_ok || r->ncommitted == 0))
 			continue;
-		CHECK(error == 0, "%s: open %s: %s", what, names[f], sx_strerror(error));
+		SXC_CHECK(error == 0, "%s: open %s: %s", what, names[f], sx_strerror(error));
 		error = sx_fstat(mp, fd, &stt);
-		CHECK(error == 0, "%s: stat", what);
+		SXC_CHECK(error == 0, "%s: stat", what);
 		for (j = r->ndurable; j <= r->ncommitted; j++)
 			if (r->st[j].size[f] == stt.st_size)
 				size_ok = true;
 		if (!size_ok && gone_ok && stt.st_size == 0)
 			size_ok = true;
-		CHECK(size_ok, "%s: %s has size %llu, no state in [%d, %d] has", what, names[f],
-		      (unsigned long long)stt.st_size, r->ndurable, r->ncommitted);
-		CHECK(stt.st_size <= FBYTES, "%s: size", what);
-		CHECK(sx_pread(mp, fd, buf, stt.st_size, 0) == (s64)stt.st_size, "%s: read", what);
+		SXC_CHECK(size_ok, "%s: %s has size %llu, no state in [%d, %d] has", what, names[f],
+			  (unsigned long long)stt.st_size, r->ndurable, r->ncommitted);
+		SXC_CHECK(stt.st_size <= FBYTES, "%s: size", what);
+		SXC_CHECK(sx_pread(mp, fd, buf, stt.st_size, 0) == (s64)stt.st_size, "%s: read",
+			  what);
 		memset(buf + stt.st_size, 0, FBYTES - stt.st_size);
 		for (k = 0; k < sx_howmany(stt.st_size, SECT); k++) {
 			const u8 *got = buf + k * SECT;
 			u32 n = (u32)sx_min((u64)SECT, (u64)stt.st_size - k * SECT);
 			bool zero = !memcmp(got, zeroes, n);
 
-			CHECK(sector_ok(r, f, k, got, n, zero || gone_ok), "%s: %s sector %llu "
-			      "matches no state in [%d, %d]", what, names[f],
-			      (unsigned long long)k, r->ndurable, r->ncommitted);
+			SXC_CHECK(sector_ok(r, f, k, got, n, zero || gone_ok), "%s: %s sector %llu "
+				  "matches no state in [%d, %d]", what, names[f],
+				  (unsigned long long)k, r->ndurable, r->ncommitted);
 		}
 		sx_close(mp, fd);
 	}
 	return 0;
 }
 
-/* Report sink for the checker. */
-static void check_report(void *arg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* Recover @bd and check it against @r. */
-static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
-{
-	struct sx_mount *mp;
-	u64 problems = 0, once;
-	int error, ok;
-
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
-	ok = files_ok(mp, r, what);
-	error = sx_unmount(mp);
-	if (ok)
-		return -1;
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	error = sx_check(bd, check_report, NULL, &problems);
-	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems", what, error,
-	      (unsigned long long)problems);
-	/* a digest, not a copy: every seed that ever failed runs by default */
-	once = sxt_bdev_digest(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_digest(bd) == once, "%s: second recovery changed the image", what);
-	return 0;
-}
-
 /* Cut the power at write @w in @mode and check what recovery makes of it. */
-static void crash_at(u64 seed, u64 w, enum sx_crash_mode mode)
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
-	static const char *const mnames[] = { "keep", "drop", "tear", "random" };
-	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
-	struct sx_crashdev *cd;
+	u64 seed = *(const u64 *)arg;
+	struct sx_bdev *img = sxt_bdev_copy(pristine);
+	struct sx_bdev *cbd = sxc_cut_dev(img, seed * 131 + w, w, mode, NULL);
 	static struct run r;
 	char what[96];
+	int ret = -1;
 
-	VERIFY(sx_crashdev_create(img, seed * 131 + w, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
 	workload(cbd, seed, &r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
-		 (unsigned long long)w, mnames[mode]);
-	crash_points++;
-	if (r.error == 0) {
-		failed++;
+		 (unsigned long long)w, sxf_mode_name(mode));
+	if (r.error == 0)
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-	} else if (recover_and_verify(img, &r, what) == 0) {
-		passed++;
-	}
+	else
+		ret = sxc_recover_verify(img, 0, files_ok, &r, what);
 	sx_bdev_destroy(img);
+	return ret;
 }
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
-	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
 	/*
 	 * Every seed that ever failed runs at every level, after 11; 12 and
 	 * 13 only with SX_CRASH_LEVEL=long.
@@ -353,56 +297,39 @@ int main(void)
 		12, 13,
 	};
 	const u64 *seeds;
-	u64 nseeds, s, w, step;
+	u64 nseeds, s, seed, crash_points = 0;
 	static struct run r;
-	u32 m;
 
-	level = 1;
-	if (lv && !strcmp(lv, "quick"))
-		level = 0;
-	else if (lv && !strcmp(lv, "long"))
-		level = 2;
-	step = level == 0 ? 5 : 1;
-	nseeds = sxt_seeds("crash_clone", fixed, level >= 2 ? sizeof(fixed) / sizeof(fixed[0]) : 4,
-			   &seeds);
-
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	nseeds = sxt_seeds("crash_clone", fixed, sxc_pick(4, 4, ARRAY_SIZE(fixed)), &seeds);
 	pristine = sxt_memfs(IMG_SIZE, BS, 2048);
 	for (s = 0; s < nseeds; s++) {
 		struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+		struct sxc_cuts cuts = { .step = sxc_pick(5, 1, 1), .per_point = 3 };
 		struct sx_crashdev *cd;
 		struct sx_crashdev_stats st;
-		struct sx_mount *mp;
 
 		/* the uncut run: how many writes, and it must end clean */
-		VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 		workload(cbd, seeds[s], &r);
 		sx_crashdev_get_stats(cd, &st);
 		sx_bdev_destroy(cbd);
 		if (r.error) {
-			failed++;
-			fprintf(stderr, "FAIL seed %llu: the workload failed: %s\n",
-				(unsigned long long)seeds[s], sx_strerror(r.error));
+			sxc_fail("seed %llu: the workload failed: %s",
+				 (unsigned long long)seeds[s], sx_strerror(r.error));
 			sx_bdev_destroy(img);
 			continue;
 		}
-		if (sx_mount(img, NULL, &mp) == 0) {
-			if (files_ok(mp, &r, "uncut run") == 0)
-				passed++;
-			sx_unmount(mp);
-		}
+		sxc_tally(sxc_recover_verify(img, 0, files_ok, &r, "uncut run"));
 		sx_bdev_destroy(img);
 		printf("seed %llu: %d ops, %llu writes, %llu flushes\n",
 		       (unsigned long long)seeds[s], NOPS, (unsigned long long)st.cs_writes,
 		       (unsigned long long)st.cs_flushes);
-		for (w = 1; w <= st.cs_writes; w += step)
-			for (m = 0; m < 3; m++)
-				crash_at(seeds[s], w, modes[m]);
+		cuts.last = st.cs_writes;
+		seed = seeds[s];
+		crash_points += sxc_cut_writes(&cuts, crash_at, &seed);
 	}
 	printf("crash points: %llu\n", (unsigned long long)crash_points);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
 	sx_bdev_destroy(pristine);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

@@ -27,11 +27,10 @@
  * adds seeds.
  */
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sxtest.h"
+#include "sxcrash.h"
 
 #define BSIZE		1024u
 #define NFILES		2
@@ -51,21 +50,10 @@ struct run {
 	int		error;
 };
 
-static u64 passed, failed, crash_points, enospc_points, io_error_points, n_bytewise;
-static int level;
+static u64 enospc_points, io_error_points, n_bytewise;
 static u64 seed = 1;
 static struct sx_bdev *pristine;
 static const char *const names[NFILES] = { "a", "b" };
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 static struct run *run_new(void)
 {
@@ -390,38 +378,19 @@ static int read_file(struct sx_mount *mp, int f, u8 *data, u32 *size)
 	return error;
 }
 
-static void check_report(void *arg, const char *fmt, ...)
+/* Each file in a state the window of @r allows. */
+static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* Recover @bd and check files, checker and idempotence. */
-static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
-{
+	const struct run *r = arg;
 	static u8 data[MAXSZ];
-	struct sx_mount *mp;
-	struct sx_bdev *once;
-	u64 problems = 0;
 	int error, f, k;
 
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
 	for (f = 0; f < NFILES; f++) {
 		u32 size = 0;
 		bool ok = false;
 
 		error = read_file(mp, f, data, &size);
-		if (error) {
-			sx_unmount(mp);
-			CHECK(0, "%s: reading %s: %s", what, names[f], sx_strerror(error));
-		}
+		SXC_CHECK(error == 0, "%s: reading %s: %s", what, names[f], sx_strerror(error));
 		for (k = r->dur[f]; k <= r->done && !ok; k++)
 			ok = same(r, k, f, size, data);
 		/*
@@ -441,46 +410,36 @@ static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const cha
 			ok = bytewise(r, f, size, data);
 			n_bytewise += ok;
 		}
-		if (!ok) {
-			sx_unmount(mp);
-			CHECK(0, "%s: file %s (size %u) matches no state in [%d, %d]", what,
-			      names[f], size, r->dur[f], r->done);
-		}
+		SXC_CHECK(ok, "%s: file %s (size %u) matches no state in [%d, %d]", what, names[f],
+			  size, r->dur[f], r->done);
 	}
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	CHECK(sx_check(bd, check_report, NULL, &problems) == 0 && problems == 0,
-	      "%s: checker found %llu problems", what, (unsigned long long)problems);
-	once = sxt_bdev_copy(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	CHECK(sx_unmount(mp) == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
 	return 0;
 }
 
-static void crash_at(struct run *r, u64 w, enum sx_crash_mode mode)
+/* Recover @bd and check files, checker and idempotence. */
+static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
-	static const char *const modes[] = { "keep", "drop", "tear", "random" };
-	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
-	struct sx_crashdev *cd;
-	char what[64];
+	return sxc_recover_verify(bd, 0, files_ok, r, what);
+}
 
-	VERIFY(sx_crashdev_create(img, seed * 977 + w, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
+{
+	struct run *r = arg;
+	struct sx_bdev *img = sxt_bdev_copy(pristine);
+	struct sx_bdev *cbd = sxc_cut_dev(img, seed * 977 + w, w, mode, NULL);
+	char what[64];
+	int ret = -1;
+
 	workload(cbd, r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
-		 (unsigned long long)w, modes[mode]);
-	if (r->error == 0) {
-		failed++;
+		 (unsigned long long)w, sxf_mode_name(mode));
+	if (r->error == 0)
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-	} else if (recover_and_verify(img, r, what) == 0) {
-		passed++;
-		crash_points++;
-	}
+	else
+		ret = recover_and_verify(img, r, what);
 	sx_bdev_destroy(img);
+	return ret;
 }
 
 /* ENOSPC from the @nth allocation on; false once the workload never reaches it. */
@@ -495,13 +454,10 @@ static bool enospc_at(struct run *r, u64 nth)
 	sx_fault_disarm_all();
 	hit = r->error != 0;
 	snprintf(what, sizeof(what), "ENOSPC from allocation %llu", (unsigned long long)nth);
-	if (hit && r->error != -ENOSPC && r->error != -EIO) {
-		failed++;
-		fprintf(stderr, "FAIL %s: the workload saw %s\n", what, sx_strerror(r->error));
-	} else if (hit && recover_and_verify(img, r, what) == 0) {
-		passed++;
+	if (hit && r->error != -ENOSPC && r->error != -EIO)
+		sxc_fail("%s: the workload saw %s", what, sx_strerror(r->error));
+	else if (hit && sxc_tally(recover_and_verify(img, r, what)) == 0)
 		enospc_points++;
-	}
 	sx_bdev_destroy(img);
 	return hit;
 }
@@ -513,25 +469,21 @@ static void io_error_at(struct run *r, enum sx_io_kind kind, u64 nth, bool forev
 	struct sx_crashdev *cd;
 	char what[64];
 
-	VERIFY(sx_crashdev_create(img, 5, &cbd, &cd) == 0);
+	cbd = sxc_cut_dev(img, 5, 0, 0, &cd);
 	sx_crashdev_fail(cd, kind, nth, forever, -EIO);
 	workload(cbd, r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "%s error %llu %s", kinds[kind], (unsigned long long)nth,
 		 forever ? "forever" : "once");
-	if (r->error == 0 && kind != SX_IO_READ) {
-		failed++;
-		fprintf(stderr, "FAIL %s: the error was not reported\n", what);
-	} else if (recover_and_verify(img, r, what) == 0) {
-		passed++;
+	if (r->error == 0 && kind != SX_IO_READ)
+		sxc_fail("%s: the error was not reported", what);
+	else if (sxc_tally(recover_and_verify(img, r, what)) == 0)
 		io_error_points++;
-	}
 	sx_bdev_destroy(img);
 }
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
 	/*
 	 * The seeds make check runs: 1, then every seed that ever failed, with
 	 * what it found (the normal level runs these too), then the rest of
@@ -553,13 +505,13 @@ int main(void)
 		/* seeds that never failed, for breadth */
 		2, 3, 4,
 	};
+	static const enum sx_crash_mode random_mode[] = { SX_CRASH_RANDOM };
 	const u64 *seeds;
 	struct run *r = run_new();
 	struct sx_bdev *img, *cbd;
 	struct sx_crashdev *cd;
 	struct sx_crashdev_stats st;
-	u64 w, k, step, nseeds, si;
-	int m;
+	u64 k, step, nseeds, si, crash_points = 0;
 
 	/*
 	 * Each crash point copies the 6 MiB image and frees the copies: left
@@ -570,44 +522,36 @@ int main(void)
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
-	level = 1;
-	if (lv && !strcmp(lv, "quick"))
-		level = 0;
-	else if (lv && !strcmp(lv, "long"))
-		level = 2;
-	step = level == 0 ? 4 : 1;
-	nseeds = sxt_seeds("crash_data", fixed, level >= 2 ? ARRAY_SIZE(fixed) : level ? 3 : 1,
-			   &seeds);
-
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	step = sxc_pick(4, 1, 1);
+	nseeds = sxt_seeds("crash_data", fixed, sxc_pick(1, 3, ARRAY_SIZE(fixed)), &seeds);
 	setup();
 	for (si = 0; si < nseeds; si++) {
+		struct sxc_cuts cuts = { .step = step, .per_point = 3 };
+		struct sxc_cuts random_cuts = { .step = 3 * step, .modes = random_mode,
+						.nmodes = 1 };
+
 		seed = seeds[si];
 		img = sxt_bdev_copy(pristine);
-		VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 		workload(cbd, r);
 		sx_crashdev_get_stats(cd, &st);
 		sx_bdev_destroy(cbd);
 		if (r->error || r->done != NOPS) {
-			fprintf(stderr, "FAIL seed %llu: the workload fails without a crash: %s at op %d\n",
-				(unsigned long long)seed, sx_strerror(r->error), r->done + 1);
-			failed++;
+			sxc_fail("seed %llu: the workload fails without a crash: %s at op %d",
+				 (unsigned long long)seed, sx_strerror(r->error), r->done + 1);
 			sx_bdev_destroy(img);
 			break;
 		}
-		if (recover_and_verify(img, r, "no crash") == 0)
-			passed++;
+		sxc_tally(recover_and_verify(img, r, "no crash"));
 		sx_bdev_destroy(img);
 		printf("seed %llu: %d operations, %llu writes, %llu flushes, %llu reads\n",
 		       (unsigned long long)seed, NOPS, (unsigned long long)st.cs_writes,
 		       (unsigned long long)st.cs_flushes, (unsigned long long)st.cs_reads);
 
-		for (w = 1; w <= st.cs_writes; w += step)
-			for (m = 0; m < 3; m++)
-				crash_at(r, w, (enum sx_crash_mode)m);
-		for (w = 1; w <= st.cs_writes; w += 3 * step)
-			crash_at(r, w, SX_CRASH_RANDOM);
+		cuts.last = random_cuts.last = st.cs_writes;
+		crash_points += sxc_cut_writes(&cuts, crash_at, r);
+		crash_points += sxc_cut_writes(&random_cuts, crash_at, r);
 		for (k = 1; enospc_at(r, k); k += step)
 			;
 		for (k = 1; k <= st.cs_writes; k += step) {
@@ -626,9 +570,7 @@ int main(void)
 	       (unsigned long long)io_error_points);
 	printf("files that matched only byte by byte (unsynced in-place overwrites): %llu\n",
 	       (unsigned long long)n_bytewise);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
 	run_free(r);
 	sx_bdev_destroy(pristine);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sxtest.h"
+#include "sxcrash.h"
 #include "sxdefer.h"
 #include "item_efi.h"
 
@@ -29,19 +29,8 @@
 #define IMG_SIZE	(4ull << 20)
 
 static u64 b[NCH], c[NCH], e[NCH];
-static u64 passed, failed, crash_points, recovery_crash_points;
-static int level;
+static u64 recovery_crash_points;
 static struct sx_bdev *pristine;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 static u32 steps_of(int i)
 {
@@ -142,20 +131,11 @@ static int chain_state(struct sx_mount *mp, int i)
 	return -1;
 }
 
-static void check_report(void *arg, const char *fmt, ...)
+/* The chains whole, then absent, at least @arg's acknowledged ones whole: how many. */
+static int chains_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
-}
+	int acked = *(const int *)arg, i, whole = 0, st;
 
-/* Recover @bd and check the chains; returns the number of whole chains. */
-static int recover_and_verify(struct sx_bdev *bd, int acked, const char *what)
-{
-	struct sx_mount *mp;
-	struct sx_bdev *once;
-	u64 problems = 0;
-	int error, i, whole = 0, st;
-
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
 	for (i = 0; i < NCH; i++) {
 		st = chain_state(mp, i);
 		if (st < 0)
@@ -166,138 +146,83 @@ static int recover_and_verify(struct sx_bdev *bd, int acked, const char *what)
 	}
 	for (; i < NCH && st >= 0; i++)
 		st = chain_state(mp, i) == 0 ? 0 : -1;
-	error = sx_unmount(mp);
-	CHECK(st >= 0, "%s: chain %d is neither whole nor absent, or out of order", what,
-	      i - 1);
-	CHECK(whole >= acked, "%s: %d whole chains, %d were acknowledged", what, whole, acked);
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	CHECK(sx_check_flags(bd, SX_CHECK_SPACE_ONLY, check_report, NULL, &problems) == 0 &&
-	      problems == 0,
-	      "%s: checker found %llu problems", what, (unsigned long long)problems);
-	once = sxt_bdev_copy(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	CHECK(sx_unmount(mp) == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
+	SXC_CHECK(st >= 0, "%s: chain %d is neither whole nor absent, or out of order", what,
+		  i - 1);
+	SXC_CHECK(whole >= acked, "%s: %d whole chains, %d were acknowledged", what, whole,
+		  acked);
 	return whole;
 }
 
-/* Cut the power at every write of the recovery of @crashed. */
-static int crash_recovery(struct sx_bdev *crashed, int acked, int whole_ref)
+/* Recover @bd and check the chains; returns the number of whole chains. */
+static int recover_and_verify(struct sx_bdev *bd, int acked, const char *what)
 {
-	struct sx_bdev *copy = sxt_bdev_copy(crashed), *cbd;
-	struct sx_crashdev *cd;
-	struct sx_crashdev_stats st;
-	struct sx_mount *mp;
-	char what[96];
-	u64 w;
-
-	VERIFY(sx_crashdev_create(copy, 1, &cbd, &cd) == 0);
-	if (sx_mount(cbd, NULL, &mp) == 0)
-		sx_unmount(mp);
-	sx_crashdev_get_stats(cd, &st);
-	sx_bdev_destroy(cbd);
-	sx_bdev_destroy(copy);
-	for (w = 1; w <= st.cs_writes; w++) {
-		int whole;
-
-		copy = sxt_bdev_copy(crashed);
-		VERIFY(sx_crashdev_create(copy, w, &cbd, &cd) == 0);
-		sx_crashdev_cut_at_write(cd, w, (enum sx_crash_mode)(w % 3));
-		if (sx_mount(cbd, NULL, &mp) == 0)
-			sx_unmount(mp);
-		sx_bdev_destroy(cbd);
-		snprintf(what, sizeof(what), "recovery crash at write %llu",
-			 (unsigned long long)w);
-		whole = recover_and_verify(copy, acked, what);
-		sx_bdev_destroy(copy);
-		if (whole < 0)
-			return -1;
-		CHECK(whole == whole_ref, "%s: %d whole chains, recovery alone gave %d", what,
-		      whole, whole_ref);
-		recovery_crash_points++;
-		passed++;
-	}
-	return 0;
+	return sxc_recover_verify(bd, SX_CHECK_SPACE_ONLY, chains_ok, &acked, what);
 }
 
-static int crash_at(u64 w, enum sx_crash_mode mode, bool and_recovery)
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
-	static const char *const names[] = { "keep", "drop", "tear", "random" };
+	/* the recovery cut at each write, the modes in turn */
+	static const enum sx_crash_mode rmodes[] = { SX_CRASH_DROP, SX_CRASH_TEAR, SX_CRASH_KEEP };
+	struct sxc_cuts rcuts = { .modes = rmodes, .nmodes = 3 };
+	bool and_recovery = mode != SX_CRASH_RANDOM &&
+			    (sxc_level() >= SXC_LONG || (mode == SX_CRASH_TEAR && w % 6 == 0));
 	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd, *saved;
-	struct sx_crashdev *cd;
 	char what[64];
-	int acked, error, whole, ret = 0;
+	int acked, error, whole;
 
-	VERIFY(sx_crashdev_create(img, w * 7 + mode, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
+	cbd = sxc_cut_dev(img, w * 7 + mode, w, mode, NULL);
 	error = workload(cbd, &acked);
 	sx_bdev_destroy(cbd);
-	snprintf(what, sizeof(what), "write %llu %s", (unsigned long long)w, names[mode]);
+	snprintf(what, sizeof(what), "write %llu %s", (unsigned long long)w, sxf_mode_name(mode));
 	if (error == 0) {
-		failed++;
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
 		sx_bdev_destroy(img);
 		return -1;
 	}
 	saved = sxt_bdev_copy(img);
 	whole = recover_and_verify(img, acked, what);
-	if (whole < 0) {
-		ret = -1;
-	} else {
-		passed++;
-		crash_points++;
-		if (and_recovery)
-			ret = crash_recovery(saved, acked, whole);
-	}
+	if (whole >= 0 && and_recovery)
+		recovery_crash_points += sxc_cut_recovery(saved, &rcuts, 0, SX_CHECK_SPACE_ONLY,
+							  chains_ok, &acked, whole);
 	sx_bdev_destroy(saved);
 	sx_bdev_destroy(img);
-	return ret;
+	return whole;
 }
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
+	static const enum sx_crash_mode random_mode[] = { SX_CRASH_RANDOM };
+	struct sxc_cuts cuts = { .per_point = 3 };
+	struct sxc_cuts random_cuts = { .modes = random_mode, .nmodes = 1 };
 	struct sx_bdev *img, *cbd;
 	struct sx_crashdev *cd;
 	struct sx_crashdev_stats st;
-	int acked, m;
-	u64 w, step;
+	u64 crash_points = 0;
+	int acked, whole;
 
-	level = 1;
-	if (lv && !strcmp(lv, "quick"))
-		level = 0;
-	else if (lv && !strcmp(lv, "long"))
-		level = 2;
-	step = level == 0 ? 5 : 1;
-
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	cuts.step = sxc_pick(5, 1, 1);
+	random_cuts.step = 3 * cuts.step;
 	sxt_tdf_register();
 	setup();
 
 	img = sxt_bdev_copy(pristine);
-	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+	cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 	VERIFY(workload(cbd, &acked) == 0 && acked == NCH);
 	sx_crashdev_get_stats(cd, &st);
 	sx_bdev_destroy(cbd);
-	if (recover_and_verify(img, NCH, "no crash") != NCH)
-		failed++;
+	whole = recover_and_verify(img, NCH, "no crash");
+	if (whole != NCH)
+		sxc_fail("no crash: %d whole chains of %d", whole, NCH);
 	sx_bdev_destroy(img);
 	printf("%d chains: %llu writes, %llu flushes\n", NCH, (unsigned long long)st.cs_writes,
 	       (unsigned long long)st.cs_flushes);
 
-	for (w = 1; w <= st.cs_writes; w += step)
-		for (m = 0; m < 3; m++)
-			crash_at(w, (enum sx_crash_mode)m,
-				 level >= 2 || (m == 2 && w % 6 == 0));
-	for (w = 1; w <= st.cs_writes; w += 3 * step)
-		crash_at(w, SX_CRASH_RANDOM, false);
+	cuts.last = random_cuts.last = st.cs_writes;
+	crash_points += sxc_cut_writes(&cuts, crash_at, NULL);
+	crash_points += sxc_cut_writes(&random_cuts, crash_at, NULL);
 	printf("crash points: %llu during the chains, %llu during recovery\n",
 	       (unsigned long long)crash_points, (unsigned long long)recovery_crash_points);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
 	sx_bdev_destroy(pristine);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

@@ -25,12 +25,12 @@
  * The same runs on an image without atomic_swap, where the swap is the
  * non-atomic chain of steps.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "sxswap.h"
+#include "sxcrash.h"
 #include <swapext/swapext_compat.h>
 
 #define BS		1024u
@@ -47,22 +47,12 @@ struct cfg {
 /* How the workload mounts (the log's default queue, or a record per transaction). */
 static struct sx_mount_opts wl_opts;
 
-static u64 passed, failed, crash_points;
+static u64 crash_points;
 static struct sx_bdev *pristine;
 static struct sxs_file *model[2];	/* 0: the file defragmented, 1: the other */
 static u32 ext_before, ext_after;	/* extent counts of an uncut run */
 static const char *const names[2] = { "frag", "other" };
 static u64 tmpfiles_freed;		/* recoveries that freed the tmpfile */
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 static double now_s(void)
 {
@@ -143,28 +133,26 @@ static int workload(struct sx_bdev *bd, struct sx_defrag_result *res)
 	return error ? error : e2;
 }
 
-static void check_report(void *arg, const char *fmt, ...)
+/*
+ * Recovery freed no file but the defrag's tmpfile; both files hold their
+ * original data; frag is in the old or new layout.
+ */
+static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* Both files hold their original data; frag is in the old or new layout. */
-static int files_ok(const struct cfg *c, struct sx_mount *mp, const char *what)
-{
+	const struct cfg *c = arg;
+	struct sx_recovery_stats rs;
 	char msg[160];
 	u32 n;
 	int f, bad = 0;
 
+	sx_get_recovery_stats(mp, &rs);
+	/* the only nameless file there can be is the defrag's tmpfile */
+	SXC_CHECK(rs.rs_unlinked <= 1, "%s: recovery freed %llu unlinked inodes", what,
+		  (unsigned long long)rs.rs_unlinked);
+	tmpfiles_freed += rs.rs_unlinked;
 	for (f = 0; f < 2; f++) {
-		CHECK(sx_open(mp, names[f], &model[f]->sf_fd) == 0, "%s: open %s", what,
-		      names[f]);
+		SXC_CHECK(sx_open(mp, names[f], &model[f]->sf_fd) == 0, "%s: open %s", what,
+			  names[f]);
 		if (sxs_verify(mp, BS, model[f], msg, sizeof(msg))) {
 			fprintf(stderr, "FAIL %s: %s: %s\n", what, names[f], msg);
 			bad = 1;
@@ -173,85 +161,42 @@ static int files_ok(const struct cfg *c, struct sx_mount *mp, const char *what)
 	n = extents(mp, model[0]->sf_fd);
 	for (f = 0; f < 2; f++)
 		sx_close(mp, model[f]->sf_fd);
-	if (bad) {
-		failed++;
-		return -1;
-	}
-	CHECK(!c->atomic || n == ext_before || n == ext_after,
-	      "%s: %u extents, neither the old %u nor the new %u", what, n, ext_before,
-	      ext_after);
-	CHECK(n <= ext_before, "%s: %u extents, more than the %u before",
-	      what, n, ext_before);
-	return 0;
-}
-
-/* Recover @bd and check it. */
-static int recover_and_verify(const struct cfg *c, struct sx_bdev *bd, const char *what)
-{
-	struct sx_recovery_stats rs;
-	struct sx_mount *mp;
-	struct sx_bdev *once;
-	u64 problems = 0;
-	int error, bad;
-
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
-	sx_get_recovery_stats(mp, &rs);
-	/* the only nameless file there can be is the defrag's tmpfile */
-	if (rs.rs_unlinked > 1) {
-		sx_unmount(mp);
-		CHECK(rs.rs_unlinked <= 1, "%s: recovery freed %llu unlinked inodes", what,
-		      (unsigned long long)rs.rs_unlinked);
-	}
-	tmpfiles_freed += rs.rs_unlinked;
-	bad = files_ok(c, mp, what);
-	error = sx_unmount(mp);
 	if (bad)
 		return -1;
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	error = sx_check(bd, check_report, NULL, &problems);
-	CHECK(error == 0 && problems == 0, "%s: checker: %d, %llu problems (%llu unlinked freed)",
-	      what, error, (unsigned long long)problems, (unsigned long long)rs.rs_unlinked);
-	once = sxt_bdev_copy(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
+	SXC_CHECK(!c->atomic || n == ext_before || n == ext_after,
+		  "%s: %u extents, neither the old %u nor the new %u", what, n, ext_before,
+		  ext_after);
+	SXC_CHECK(n <= ext_before, "%s: %u extents, more than the %u before",
+		  what, n, ext_before);
 	return 0;
 }
 
 /* One cut at write @w in @mode, then recovery and the checks. */
-static void crash_at(const struct cfg *c, u64 w, enum sx_crash_mode mode)
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
-	static const char *const mnames[] = { "keep", "drop", "tear", "random" };
-	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+	const struct cfg *c = arg;
+	struct sx_bdev *img = sxt_bdev_copy(pristine);
+	struct sx_bdev *cbd = sxc_cut_dev(img, w * 7 + mode, w, mode, NULL);
 	struct sx_defrag_result res;
-	struct sx_crashdev *cd;
 	char what[96];
-	int error;
+	int error, ret = -1;
 
-	VERIFY(sx_crashdev_create(img, w * 7 + mode, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
 	error = workload(cbd, &res);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "%s write %llu %s", c->name, (unsigned long long)w,
-		 mnames[mode]);
-	crash_points++;
-	if (error == 0) {
-		failed++;
+		 sxf_mode_name(mode));
+	if (error == 0)
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-	} else if (recover_and_verify(c, img, what) == 0) {
-		passed++;
-	}
+	else
+		ret = sxc_recover_verify(img, 0, files_ok, c, what);
 	sx_bdev_destroy(img);
+	return ret;
 }
 
 /* Cut every @step-th write in @nmodes modes (1: the three in turn). */
 static void run_cfg(const struct cfg *c, u64 step, u32 nmodes)
 {
-	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	struct sxc_cuts cuts = { .step = step, .per_point = nmodes };
 	struct sx_crashdev_stats st;
 	struct sx_defrag_result res;
 	struct sx_bdev *img, *cbd;
@@ -259,35 +204,31 @@ static void run_cfg(const struct cfg *c, u64 step, u32 nmodes)
 	struct sx_mount *mp;
 	int error, fd;
 	double t0;
-	u64 w, before = crash_points;
-	u32 m;
+	u64 cuts_made;
 
 	make_pristine(c);
 
 	/* the uncut run: it defragments, and how many writes it takes */
 	img = sxt_bdev_copy(pristine);
-	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+	cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 	t0 = now_s();
 	error = workload(cbd, &res);
 	sx_crashdev_get_stats(cd, &st);
 	sx_bdev_destroy(cbd);
 	if (error || res.dr_skipped != SX_DEFRAG_DONE) {
-		failed++;
-		fprintf(stderr, "FAIL %s: the uncut defrag: %s, %s\n", c->name,
-			sx_strerror(error), sx_defrag_skip_name(res.dr_skipped));
+		sxc_fail("%s: the uncut defrag: %s, %s", c->name, sx_strerror(error),
+			 sx_defrag_skip_name(res.dr_skipped));
 	} else {
 		VERIFY(sx_mount(img, NULL, &mp) == 0);
 		VERIFY(sx_open(mp, names[0], &fd) == 0);
 		ext_after = extents(mp, fd);
 		sx_close(mp, fd);
 		VERIFY(sx_unmount(mp) == 0);
-		if (ext_after != res.dr_ideal || ext_after >= ext_before) {
-			failed++;
-			fprintf(stderr, "FAIL %s: %u -> %u extents, the fewest is %u\n",
-				c->name, ext_before, ext_after, res.dr_ideal);
-		} else if (recover_and_verify(c, img, "uncut run") == 0) {
-			passed++;
-		}
+		if (ext_after != res.dr_ideal || ext_after >= ext_before)
+			sxc_fail("%s: %u -> %u extents, the fewest is %u", c->name, ext_before,
+				 ext_after, res.dr_ideal);
+		else
+			sxc_tally(sxc_recover_verify(img, 0, files_ok, c, "uncut run"));
 	}
 	sx_bdev_destroy(img);
 	printf("%s: %u -> %u extents, %llu bytes copied in %.3f s; %llu writes, %llu flushes; "
@@ -295,10 +236,10 @@ static void run_cfg(const struct cfg *c, u64 step, u32 nmodes)
 	       (unsigned long long)res.dr_bytes, now_s() - t0, (unsigned long long)st.cs_writes,
 	       (unsigned long long)st.cs_flushes, (unsigned long long)step);
 
-	for (w = 1; w <= st.cs_writes; w += step)
-		for (m = 0; m < nmodes; m++)
-			crash_at(c, w, modes[(m + w / step) % 3]);
-	printf("%s: %llu crash points\n", c->name, (unsigned long long)(crash_points - before));
+	cuts.last = st.cs_writes;
+	cuts_made = sxc_cut_writes(&cuts, crash_at, (void *)c);
+	crash_points += cuts_made;
+	printf("%s: %llu crash points\n", c->name, (unsigned long long)cuts_made);
 	sxs_file_free(model[0]);
 	sxs_file_free(model[1]);
 	sx_bdev_destroy(pristine);
@@ -306,7 +247,6 @@ static void run_cfg(const struct cfg *c, u64 step, u32 nmodes)
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
 	const struct cfg cfgs[] = {
 		{ "atomic/queued", true, 0 },
 		{ "nonatomic/queued", false, 0 },
@@ -314,19 +254,14 @@ int main(void)
 		{ "nonatomic/each", false, SX_MOUNT_LOG_EACH },
 	};
 	/* cut steps and modes per cut, queued then LOG_EACH */
-	u64 step_q = 1, step_e = 4;
-	u32 i, modes_q = 3, modes_e = 1;
+	u64 step_q, step_e;
+	u32 i, modes_q, modes_e;
 
-	if (lv && !strcmp(lv, "quick")) {
-		step_q = 4;
-		step_e = 12;
-		modes_q = 1;
-	} else if (lv && !strcmp(lv, "long")) {
-		step_e = 1;
-		modes_e = 3;
-	}
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	step_q = sxc_pick(4, 1, 1);
+	step_e = sxc_pick(12, 4, 1);
+	modes_q = sxc_pick(1, 3, 3);
+	modes_e = sxc_pick(1, 1, 3);
 	for (i = 0; i < ARRAY_SIZE(cfgs); i++) {
 		bool each = cfgs[i].mount_flags & SX_MOUNT_LOG_EACH;
 
@@ -335,7 +270,5 @@ int main(void)
 	}
 	printf("crash points: %llu (recovery freed the tmpfile after %llu of them)\n",
 	       (unsigned long long)crash_points, (unsigned long long)tmpfiles_freed);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

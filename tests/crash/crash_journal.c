@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sxtest.h"
+#include "sxcrash.h"
 
 #define NTX		64
 #define MAXE		48
@@ -45,19 +45,8 @@ struct run {
 	int		error;		/* first error the workload saw */
 };
 
-static u64 passed, failed, crash_points, recovery_crash_points, io_error_points;
-static int level;	/* 0 quick, 1 normal, 2 long */
+static u64 recovery_crash_points, io_error_points;
 static struct sx_bdev *pristine;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 /* Log bytes one workload transaction may need. */
 static u32 tx_res(struct sx_mount *mp)
@@ -195,173 +184,71 @@ static bool state_matches(struct sx_mount *mp, const struct state *st)
 	       mp->m_sb.sb_dblocks - mp->m_sb.sb_datastart - 2 - nalloc;
 }
 
-/* Which recorded state a mounted filesystem holds, in the allowed range. */
-static int find_state(struct sx_mount *mp, const struct run *r)
+/* Which recorded state of @arg's run a mounted filesystem holds, in the allowed range. */
+static int find_state(struct sx_mount *mp, const void *arg, const char *what)
 {
+	const struct run *r = arg;
 	int j;
 
 	for (j = r->ncommitted; j >= r->ndurable; j--)
 		if (state_matches(mp, &r->states[j]))
-			return j;
-	return -1;
-}
-
-/* Report sink for the checker. */
-static void check_report(void *arg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* The checker finds no problem on @bd. */
-static bool check_clean(struct sx_bdev *bd)
-{
-	u64 problems = 0;
-
-	return sx_check_flags(bd, SX_CHECK_SPACE_ONLY, check_report, NULL, &problems) == 0 &&
-	       problems == 0;
-}
-
-/*
- * Recover @bd, verify the state against @r, and that a second recovery
- * changes nothing.  Returns the state found, or -1.
- */
-static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
-{
-	struct sx_mount *mp;
-	struct sx_bdev *once;
-	int error, j;
-
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
-	j = find_state(mp, r);
-	error = sx_unmount(mp);
-	CHECK(j >= 0, "%s: no state in [%d, %d] matches", what, r->ndurable, r->ncommitted);
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	CHECK(check_clean(bd), "%s: checker not clean after recovery", what);
-	once = sxt_bdev_copy(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
+			break;
+	SXC_CHECK(j >= r->ndurable, "%s: no state in [%d, %d] matches", what, r->ndurable,
+		  r->ncommitted);
 	return j;
 }
 
-/* Count the writes a mount (with recovery) and unmount of @bd make. */
-static u64 count_recovery_writes(struct sx_bdev *bd)
+/* Recover @bd and verify it against @r.  Returns the state found, or -1. */
+static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
-	struct sx_bdev *copy = sxt_bdev_copy(bd), *cbd;
-	struct sx_crashdev *cd;
-	struct sx_crashdev_stats st;
-	struct sx_mount *mp;
-
-	VERIFY(sx_crashdev_create(copy, 1, &cbd, &cd) == 0);
-	if (sx_mount(cbd, NULL, &mp) == 0)
-		sx_unmount(mp);
-	sx_crashdev_get_stats(cd, &st);
-	sx_bdev_destroy(cbd);
-	sx_bdev_destroy(copy);
-	return st.cs_writes;
-}
-
-/* Cut the power at every write of the recovery of @crashed. */
-static int crash_recovery(struct sx_bdev *crashed, const struct run *r, int jref, u64 seed)
-{
-	u64 nw = count_recovery_writes(crashed), w;
-	static const enum sx_crash_mode modes[] = { SX_CRASH_TEAR, SX_CRASH_DROP, SX_CRASH_KEEP };
-	char what[96];
-
-	for (w = 1; w <= nw; w++) {
-		u32 m, nmodes = level >= 2 ? 3 : 1;
-
-		for (m = 0; m < nmodes; m++) {
-			struct sx_bdev *copy = sxt_bdev_copy(crashed), *cbd;
-			struct sx_crashdev *cd;
-			struct sx_mount *mp;
-			int j;
-
-			VERIFY(sx_crashdev_create(copy, seed + w, &cbd, &cd) == 0);
-			sx_crashdev_cut_at_write(cd, w, modes[(w + m) % 3]);
-			if (sx_mount(cbd, NULL, &mp) == 0)
-				sx_unmount(mp);
-			sx_bdev_destroy(cbd);
-			snprintf(what, sizeof(what), "recovery crash at write %llu/%llu",
-				 (unsigned long long)w, (unsigned long long)nw);
-			j = recover_and_verify(copy, r, what);
-			sx_bdev_destroy(copy);
-			if (j < 0)
-				return -1;
-			CHECK(j == jref, "%s: state %d, uninterrupted recovery gave %d", what, j, jref);
-			recovery_crash_points++;
-			passed++;
-		}
-	}
-	return 0;
+	return sxc_recover_verify(bd, SX_CHECK_SPACE_ONLY, find_state, r, what);
 }
 
 /* Cut the power at write @w in @mode and check what recovery makes of it. */
-static int crash_at(u64 seed, u64 w, enum sx_crash_mode mode, bool and_recovery)
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
-	static const char *const names[] = { "keep", "drop", "tear", "random" };
-	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd, *twin;
-	struct sx_crashdev *cd;
+	/* the recovery cut at each write, in one mode (long: all three), the modes in turn */
+	static const enum sx_crash_mode rmodes[] = { SX_CRASH_DROP, SX_CRASH_KEEP, SX_CRASH_TEAR };
+	struct sxc_cuts rcuts = { .modes = rmodes, .nmodes = 3, .per_point = sxc_pick(1, 1, 3) };
+	u64 seed = *(const u64 *)arg;
+	bool and_recovery = mode == SX_CRASH_RANDOM ? sxc_level() >= SXC_LONG :
+			    mode == SX_CRASH_TEAR && (sxc_level() >= SXC_NORMAL || w % 5 == 0);
+	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd, *twin, *saved = NULL;
 	struct run *r = malloc(sizeof(*r));
 	char what[96];
-	int j, j2, ret = 0;
+	int j = -1, j2;
 
-	VERIFY(sx_crashdev_create(img, seed * 131 + w, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
+	cbd = sxc_cut_dev(img, seed * 131 + w, w, mode, NULL);
 	workload(cbd, seed, r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
-		 (unsigned long long)w, names[mode]);
+		 (unsigned long long)w, sxf_mode_name(mode));
 	if (r->error == 0) {
-		failed++;
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-		ret = -1;
 		goto out;
 	}
 	twin = sxt_bdev_copy(img);
+	if (and_recovery)
+		saved = sxt_bdev_copy(img);
 	j = recover_and_verify(img, r, what);
-	if (j < 0) {
-		sx_bdev_destroy(twin);
-		ret = -1;
-		goto out;
-	}
-	/* recovery is deterministic: a second copy recovers to the same bytes */
-	j2 = recover_and_verify(twin, r, what);
-	if (j2 != j || !sxt_bdev_equal(img, twin)) {
-		failed++;
-		fprintf(stderr, "FAIL %s: two recoveries of one image differ\n", what);
-		ret = -1;
-	} else {
-		passed++;
-		crash_points++;
+	if (j >= 0) {
+		/* recovery is deterministic: a second copy recovers to the same bytes */
+		j2 = recover_and_verify(twin, r, what);
+		if (j2 != j || !sxt_bdev_equal(img, twin)) {
+			fprintf(stderr, "FAIL %s: two recoveries of one image differ\n", what);
+			j = -1;
+		}
 	}
 	sx_bdev_destroy(twin);
-	if (!ret && and_recovery) {
-		/* the crashed image again, for crashes during its recovery */
-		struct sx_bdev *again = sxt_bdev_copy(pristine);
-
-		VERIFY(sx_crashdev_create(again, seed * 131 + w, &cbd, &cd) == 0);
-		sx_crashdev_cut_at_write(cd, w, mode);
-		workload(cbd, seed, r);
-		sx_bdev_destroy(cbd);
-		ret = crash_recovery(again, r, j, seed);
-		sx_bdev_destroy(again);
-	}
+	if (j >= 0 && and_recovery)
+		recovery_crash_points += sxc_cut_recovery(saved, &rcuts, seed, SX_CHECK_SPACE_ONLY,
+							  find_state, r, j);
+	if (saved)
+		sx_bdev_destroy(saved);
 out:
 	free(r);
 	sx_bdev_destroy(img);
-	return ret;
+	return j;
 }
 
 /* The workload's I/O counts without a crash. */
@@ -370,14 +257,14 @@ static int dry_run(u64 seed, struct sx_crashdev_stats *st, struct run *r)
 	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
 	struct sx_crashdev *cd;
 
-	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+	cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 	workload(cbd, seed, r);
 	sx_crashdev_get_stats(cd, st);
 	sx_bdev_destroy(cbd);
-	CHECK(r->error == 0, "dry run: %s", sx_strerror(r->error));
-	CHECK(r->ncommitted == NTX && r->ndurable == NTX, "dry run: %d/%d", r->ndurable,
-	      r->ncommitted);
 	sx_bdev_destroy(img);
+	SXC_CHECK(r->error == 0, "dry run: %s", sx_strerror(r->error));
+	SXC_CHECK(r->ncommitted == NTX && r->ndurable == NTX, "dry run: %d/%d", r->ndurable,
+		  r->ncommitted);
 	return 0;
 }
 
@@ -389,72 +276,58 @@ static int io_error_at(u64 seed, enum sx_io_kind kind, u64 nth, bool forever)
 	struct sx_crashdev *cd;
 	struct run *r = malloc(sizeof(*r));
 	char what[96];
-	int j, ret = 0;
+	int ret = -1;
 
-	VERIFY(sx_crashdev_create(img, 7, &cbd, &cd) == 0);
+	cbd = sxc_cut_dev(img, 7, 0, 0, &cd);
 	sx_crashdev_fail(cd, kind, nth, forever, -EIO);
 	workload(cbd, seed, r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "%s error %llu %s", kinds[kind], (unsigned long long)nth,
 		 forever ? "forever" : "once");
-	if (r->error == 0 && kind != SX_IO_READ) {
-		/* every write and flush matters: an error must be reported */
-		failed++;
+	/* every write and flush matters: an error must be reported */
+	if (r->error == 0 && kind != SX_IO_READ)
 		fprintf(stderr, "FAIL %s: the error was not reported\n", what);
-		ret = -1;
-		goto out;
-	}
-	j = recover_and_verify(img, r, what);
-	if (j < 0)
-		ret = -1;
-	else {
-		passed++;
-		io_error_points++;
-	}
-out:
+	else if (recover_and_verify(img, r, what) >= 0)
+		ret = 0;
 	free(r);
 	sx_bdev_destroy(img);
+	if (sxc_tally(ret) == 0)
+		io_error_points++;
 	return ret;
 }
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
-	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
+	static const enum sx_crash_mode random_mode[] = { SX_CRASH_RANDOM };
 	static const u64 fixed[3] = { 1, 2, 3 };
 	const u64 *seeds;
-	u64 nseeds, s, w, step, k;
+	u64 nseeds, s, step, k, crash_points = 0;
 	struct sx_crashdev_stats st;
 	struct run *r = malloc(sizeof(*r));
-	u32 m;
 
-	level = 1;
-	if (lv && !strcmp(lv, "quick"))
-		level = 0;
-	else if (lv && !strcmp(lv, "long"))
-		level = 2;
-	step = level == 0 ? 7 : 1;
-	nseeds = sxt_seeds("crash_journal", fixed, level >= 2 ? 3 : 1, &seeds);
-
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	step = sxc_pick(7, 1, 1);
+	nseeds = sxt_seeds("crash_journal", fixed, sxc_pick(1, 1, 3), &seeds);
 	pristine = sxt_memfs(IMG_SIZE, 4096, 64);
 
 	for (s = 0; s < nseeds; s++) {
+		struct sxc_cuts cuts = { .step = step, .per_point = 3 };
+		struct sxc_cuts random_cuts = { .step = 3 * step, .modes = random_mode,
+						.nmodes = 1 };
 		u64 seed = seeds[s];
 
-		if (dry_run(seed, &st, r))
+		if (dry_run(seed, &st, r)) {
+			sxc_count.failed++;
 			break;
+		}
 		printf("seed %llu: %d transactions, %llu writes (%llu FUA), %llu flushes, %llu reads\n",
 		       (unsigned long long)seed, NTX, (unsigned long long)st.cs_writes,
 		       (unsigned long long)st.cs_fua_writes, (unsigned long long)st.cs_flushes,
 		       (unsigned long long)st.cs_reads);
-		for (w = 1; w <= st.cs_writes; w += step)
-			for (m = 0; m < 3; m++)
-				crash_at(seed, w, modes[m], m == 2 && (level >= 1 || w % 5 == 0));
-		for (w = 1; w <= st.cs_writes; w += step * 3)
-			crash_at(seed, w, SX_CRASH_RANDOM, level >= 2);
-		for (k = 1; k <= st.cs_reads; k += step * (level >= 2 ? 1 : 3)) {
+		cuts.last = random_cuts.last = st.cs_writes;
+		crash_points += sxc_cut_writes(&cuts, crash_at, &seed);
+		crash_points += sxc_cut_writes(&random_cuts, crash_at, &seed);
+		for (k = 1; k <= st.cs_reads; k += step * sxc_pick(3, 3, 1)) {
 			io_error_at(seed, SX_IO_READ, k, false);
 			io_error_at(seed, SX_IO_READ, k, true);
 		}
@@ -470,9 +343,7 @@ int main(void)
 	printf("crash points: %llu during the workload, %llu during recovery; "
 	       "I/O error points: %llu\n", (unsigned long long)crash_points,
 	       (unsigned long long)recovery_crash_points, (unsigned long long)io_error_points);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
 	free(r);
 	sx_bdev_destroy(pristine);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sxtest.h"
+#include "sxcrash.h"
 #include "inode.h"
 
 #define NOPS		72
@@ -59,20 +59,9 @@ struct ofile {
 	u32	fid;
 };
 
-static u64 passed, failed, crash_points, recovery_crash_points;
-static int level;	/* 0 quick, 1 normal, 2 long */
+static u64 recovery_crash_points;
 static struct sx_bdev *pristine;
 static u64 pristine_free;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 /* Index of @name in @st, or -1. */
 static int st_find(const struct state *st, const char *name)
@@ -349,27 +338,6 @@ static u32 st_files(const struct state *st)
 	return n;
 }
 
-/* Report sink for the checker. */
-static void check_report(void *arg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SX_TEST_VERBOSE"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* The checker finds no problem on @bd. */
-static bool check_clean(struct sx_bdev *bd)
-{
-	u64 problems = 0;
-
-	return sx_check(bd, check_report, NULL, &problems) == 0 && problems == 0;
-}
-
 /* Blocks charged to the root directory (its B+tree). */
 static u64 root_blocks(struct sx_mount *mp)
 {
@@ -385,132 +353,74 @@ static u64 root_blocks(struct sx_mount *mp)
 }
 
 /*
- * Recover @bd and verify it against @r; then a second recovery must change
- * nothing.  Returns the state found, or -1.
+ * The names equal a state of @arg's run in its window, and the free blocks
+ * are what the files of that state leave: the state found, or -1.
  */
-static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
+static int names_ok(struct sx_mount *mp, const void *arg, const char *what)
 {
+	const struct run *r = arg;
 	struct found *f = calloc(1, sizeof(*f));
-	struct sx_mount *mp;
-	struct sx_bdev *once;
 	u64 free_now, want_free;
+	u32 nfound;
 	int error, j;
 
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: mount after crash: %s", what, sx_strerror(error));
 	error = sx_readdir(mp, found_cb, f);
-	CHECK(error == 0, "%s: readdir: %s", what, sx_strerror(error));
-	for (j = r->ncommitted; j >= r->ndurable; j--)
+	for (j = r->ncommitted; !error && j >= r->ndurable; j--)
 		if (state_matches(f, &r->states[j]))
 			break;
-	free_now = sx_alloc_free_blocks(mp);
-	want_free = j >= r->ndurable ?
-		    pristine_free - st_files(&r->states[j]) - root_blocks(mp) : 0;
-	error = sx_unmount(mp);
-	CHECK(j >= r->ndurable, "%s: no state in [%d, %d] matches the %u names found", what,
-	      r->ndurable, r->ncommitted, f->n);
+	nfound = f->n;
 	free(f);
-	CHECK(free_now == want_free, "%s: %llu blocks free, the names account for %llu (orphans?)",
-	      what, (unsigned long long)free_now, (unsigned long long)want_free);
-	CHECK(error == 0, "%s: unmount after recovery: %s", what, sx_strerror(error));
-	CHECK(check_clean(bd), "%s: checker not clean after recovery", what);
-	once = sxt_bdev_copy(bd);
-	error = sx_mount(bd, NULL, &mp);
-	CHECK(error == 0, "%s: second mount: %s", what, sx_strerror(error));
-	error = sx_unmount(mp);
-	CHECK(error == 0, "%s: second unmount", what);
-	CHECK(sxt_bdev_equal(bd, once), "%s: second recovery changed the image", what);
-	sx_bdev_destroy(once);
+	SXC_CHECK(error == 0, "%s: readdir: %s", what, sx_strerror(error));
+	SXC_CHECK(j >= r->ndurable, "%s: no state in [%d, %d] matches the %u names found", what,
+		  r->ndurable, r->ncommitted, nfound);
+	free_now = sx_alloc_free_blocks(mp);
+	want_free = pristine_free - st_files(&r->states[j]) - root_blocks(mp);
+	SXC_CHECK(free_now == want_free,
+		  "%s: %llu blocks free, the names account for %llu (orphans?)", what,
+		  (unsigned long long)free_now, (unsigned long long)want_free);
 	return j;
 }
 
-/* Count the writes a mount (with recovery) and unmount of @bd make. */
-static u64 count_recovery_writes(struct sx_bdev *bd)
+/* Recover @bd and verify it against @r.  Returns the state found, or -1. */
+static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
-	struct sx_bdev *copy = sxt_bdev_copy(bd), *cbd;
-	struct sx_crashdev *cd;
-	struct sx_crashdev_stats st;
-	struct sx_mount *mp;
-
-	VERIFY(sx_crashdev_create(copy, 1, &cbd, &cd) == 0);
-	if (sx_mount(cbd, NULL, &mp) == 0)
-		sx_unmount(mp);
-	sx_crashdev_get_stats(cd, &st);
-	sx_bdev_destroy(cbd);
-	sx_bdev_destroy(copy);
-	return st.cs_writes;
-}
-
-/* Cut the power at every write of the recovery of @crashed: the same state results. */
-static int crash_recovery(struct sx_bdev *crashed, const struct run *r, int jref, u64 seed)
-{
-	u64 nw = count_recovery_writes(crashed), w;
-	static const enum sx_crash_mode modes[] = { SX_CRASH_TEAR, SX_CRASH_DROP, SX_CRASH_KEEP };
-	char what[96];
-
-	for (w = 1; w <= nw; w++) {
-		struct sx_bdev *copy = sxt_bdev_copy(crashed), *cbd;
-		struct sx_crashdev *cd;
-		struct sx_mount *mp;
-		int j;
-
-		VERIFY(sx_crashdev_create(copy, seed + w, &cbd, &cd) == 0);
-		sx_crashdev_cut_at_write(cd, w, modes[w % 3]);
-		if (sx_mount(cbd, NULL, &mp) == 0)
-			sx_unmount(mp);
-		sx_bdev_destroy(cbd);
-		snprintf(what, sizeof(what), "recovery crash at write %llu/%llu",
-			 (unsigned long long)w, (unsigned long long)nw);
-		j = recover_and_verify(copy, r, what);
-		sx_bdev_destroy(copy);
-		if (j < 0)
-			return -1;
-		CHECK(j == jref, "%s: state %d, uninterrupted recovery gave %d", what, j, jref);
-		recovery_crash_points++;
-		passed++;
-	}
-	return 0;
+	return sxc_recover_verify(bd, 0, names_ok, r, what);
 }
 
 /* Cut the power at write @w in @mode and check what recovery makes of it. */
-static int crash_at(u64 seed, u64 w, enum sx_crash_mode mode, bool and_recovery)
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
-	static const char *const names[] = { "keep", "drop", "tear", "random" };
+	/* the recovery cut at each write, the modes in turn */
+	static const enum sx_crash_mode rmodes[] = { SX_CRASH_DROP, SX_CRASH_KEEP, SX_CRASH_TEAR };
+	struct sxc_cuts rcuts = { .modes = rmodes, .nmodes = 3 };
+	u64 seed = *(const u64 *)arg;
+	bool and_recovery = sxc_level() >= SXC_LONG ||
+			    (mode == SX_CRASH_TEAR && w % sxc_pick(45, 9, 9) == 0);
 	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd, *twin = NULL;
-	struct sx_crashdev *cd;
 	struct run *r = malloc(sizeof(*r));
 	char what[96];
-	int j, ret = 0;
+	int j = -1;
 
-	VERIFY(sx_crashdev_create(img, seed * 131 + w, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
+	cbd = sxc_cut_dev(img, seed * 131 + w, w, mode, NULL);
 	workload(cbd, seed, r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
-		 (unsigned long long)w, names[mode]);
+		 (unsigned long long)w, sxf_mode_name(mode));
 	if (r->error == 0) {
-		failed++;
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-		ret = -1;
 		goto out;
 	}
 	if (and_recovery)
 		twin = sxt_bdev_copy(img);
 	j = recover_and_verify(img, r, what);
-	if (j < 0) {
-		ret = -1;
-		goto out;
-	}
-	passed++;
-	crash_points++;
-	if (and_recovery)
-		ret = crash_recovery(twin, r, j, seed);
+	if (j >= 0 && and_recovery)
+		recovery_crash_points += sxc_cut_recovery(twin, &rcuts, seed, 0, names_ok, r, j);
 out:
 	if (twin)
 		sx_bdev_destroy(twin);
 	free(r);
 	sx_bdev_destroy(img);
-	return ret;
+	return j;
 }
 
 /* The workload's write count without a crash, and a check of its end state. */
@@ -521,13 +431,13 @@ static int dry_run(u64 seed, struct sx_crashdev_stats *st, struct run *r)
 	u32 k, maxn = 0, minn = MAXN, changes = 0;
 	int j;
 
-	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+	cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 	workload(cbd, seed, r);
 	sx_crashdev_get_stats(cd, st);
 	sx_bdev_destroy(cbd);
-	CHECK(r->error == 0, "dry run: %s", sx_strerror(r->error));
-	CHECK(r->ncommitted == NOPS && r->ndurable == NOPS, "dry run: %d/%d", r->ndurable,
-	      r->ncommitted);
+	SXC_CHECK(r->error == 0, "dry run: %s", sx_strerror(r->error));
+	SXC_CHECK(r->ncommitted == NOPS && r->ndurable == NOPS, "dry run: %d/%d", r->ndurable,
+		  r->ncommitted);
 	/* the workload crosses the directory's inline limit (3 entries) many times */
 	for (k = 1; k <= NOPS; k++) {
 		u32 n = r->states[k].n;
@@ -545,59 +455,51 @@ static int dry_run(u64 seed, struct sx_crashdev_stats *st, struct run *r)
 		printf("seed %llu: %u..%u names, %u inline/B+tree crossings\n",
 		       (unsigned long long)seed, minn, maxn, changes);
 	else
-		CHECK(maxn >= 8 && minn <= 1 && changes >= 4,
-		      "workload: %u..%u names, %u crossings", minn, maxn, changes);
+		SXC_CHECK(maxn >= 8 && minn <= 1 && changes >= 4,
+			  "workload: %u..%u names, %u crossings", minn, maxn, changes);
 	j = recover_and_verify(img, r, "dry run");
-	CHECK(j == NOPS, "dry run: state %d", j);
 	sx_bdev_destroy(img);
+	SXC_CHECK(j == NOPS, "dry run: state %d", j);
 	return 0;
 }
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
-	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
-	static const u64 fixed[3] = { 11, 12, 13 };
+	/*
+	 * 14, not 13: seed 13's workload never reaches 8 names, so the long
+	 * level failed its shape check (found by the harness's long run).
+	 */
+	static const u64 fixed[3] = { 11, 12, 14 };
 	const u64 *seeds;
-	u64 nseeds, s, w, step;
+	u64 nseeds, s, crash_points = 0;
 	struct sx_crashdev_stats st;
 	struct run *r = malloc(sizeof(*r));
 	struct sx_mount *mp;
-	u32 m;
 
-	level = 1;
-	if (lv && !strcmp(lv, "quick"))
-		level = 0;
-	else if (lv && !strcmp(lv, "long"))
-		level = 2;
-	step = level == 0 ? 5 : 1;
-	nseeds = sxt_seeds("crash_names", fixed, level >= 2 ? 3 : 1, &seeds);
-
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	nseeds = sxt_seeds("crash_names", fixed, sxc_pick(1, 1, 3), &seeds);
 	pristine = sxt_memfs(IMG_SIZE, BSIZE, 1024);
 	mp = sxt_mount(pristine);
 	pristine_free = sx_alloc_free_blocks(mp);
 	VERIFY(sx_unmount(mp) == 0);
 
 	for (s = 0; s < nseeds; s++) {
+		struct sxc_cuts cuts = { .step = sxc_pick(5, 1, 1), .per_point = 3 };
 		u64 seed = seeds[s];
 
-		if (dry_run(seed, &st, r))
+		if (dry_run(seed, &st, r)) {
+			sxc_count.failed++;
 			break;
+		}
 		printf("seed %llu: %d operations, %llu writes (%llu FUA), %llu flushes\n",
 		       (unsigned long long)seed, NOPS, (unsigned long long)st.cs_writes,
 		       (unsigned long long)st.cs_fua_writes, (unsigned long long)st.cs_flushes);
-		for (w = 1; w <= st.cs_writes; w += step)
-			for (m = 0; m < 3; m++)
-				crash_at(seed, w, modes[m],
-					 level >= 2 || (m == 2 && w % (level ? 9 : 45) == 0));
+		cuts.last = st.cs_writes;
+		crash_points += sxc_cut_writes(&cuts, crash_at, &seed);
 	}
 	printf("crash points: %llu during the workload, %llu during recovery\n",
 	       (unsigned long long)crash_points, (unsigned long long)recovery_crash_points);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
 	free(r);
 	sx_bdev_destroy(pristine);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

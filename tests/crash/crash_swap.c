@@ -40,7 +40,7 @@
 #include <string.h>
 #include <time.h>
 #include "sxswap.h"
-#include "sxfork.h"
+#include "sxcrash.h"
 #include "defer.h"
 #include "inode.h"
 #include "file.h"
@@ -95,19 +95,8 @@ struct run {
 static const char *const names[NF] = { "a", "b", "c" };
 static struct sxs_file *init_model[NF];
 static int nfiles;
-static u64 passed, failed, crash_points;
-static int level = 1;
-
-/* A failed check: say what, and return -1 from the checking function. */
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL ");			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			return -1;					\
-		}							\
-	} while (0)
+static u64 crash_points;
+static enum sxc_level level;
 
 static double now_s(void)
 {
@@ -379,7 +368,7 @@ static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 	bool ok = false;
 
 	for (f = 0; f < r->nfiles; f++)
-		CHECK(sx_open(mp, names[f], &fd[f]) == 0, "%s: open %s", what, names[f]);
+		SXC_CHECK(sx_open(mp, names[f], &fd[f]) == 0, "%s: open %s", what, names[f]);
 	for (k = r->ndurable; !ok && k <= r->nstarted; k++) {
 		ok = true;
 		for (f = 0; ok && f < r->nfiles; f++) {
@@ -394,23 +383,15 @@ static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 	}
 	for (f = 0; f < r->nfiles; f++)
 		sx_close(mp, fd[f]);
-	CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable, r->nstarted,
-	      first);
+	SXC_CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable, r->nstarted,
+		  first);
 	return 0;
 }
 
 /* Recover @bd and check it against @r. */
 static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
 {
-	return sxs_recover_verify(bd, files_ok, r, what);
-}
-
-static void tally(int error)
-{
-	if (error)
-		failed++;
-	else
-		passed++;
+	return sxc_recover_verify(bd, 0, files_ok, r, what);
 }
 
 static void run_cfg(const struct cfg *c)
@@ -437,13 +418,10 @@ static void run_cfg(const struct cfg *c)
 	workload(c, cbd, &r, true);
 	sx_crashdev_get_stats(cd, &st);
 	sx_bdev_destroy(cbd);
-	if (r.error) {
-		failed++;
-		fprintf(stderr, "FAIL %s: the workload failed: %s\n", c->name,
-			sx_strerror(r.error));
-	} else {
-		tally(recover_and_verify(img, &r, "uncut run"));
-	}
+	if (r.error)
+		sxc_fail("%s: the workload failed: %s", c->name, sx_strerror(r.error));
+	else
+		sxc_tally(recover_and_verify(img, &r, "uncut run"));
 	if (c->build == build_boundary) {
 		struct sx_mount *mp;
 		bool ok;
@@ -451,11 +429,9 @@ static void run_cfg(const struct cfg *c)
 		VERIFY(sx_mount(img, NULL, &mp) == 0);
 		ok = is_btree(mp, "a") && !is_btree(mp, "b");
 		VERIFY(sx_unmount(mp) == 0);
-		if (!ok) {
-			failed++;
-			fprintf(stderr, "FAIL %s: the swap did not cross the inline/B+tree boundary "
-				"(inline area: %u records)\n", c->name, inline_max);
-		}
+		if (!ok)
+			sxc_fail("%s: the swap did not cross the inline/B+tree boundary "
+				 "(inline area: %u records)", c->name, inline_max);
 	}
 	sx_bdev_destroy(img);
 
@@ -493,14 +469,11 @@ static void run_cfg(const struct cfg *c)
 		sxf_child_done(&pts, error == 0);
 	}
 	sxf_wait_all(&pts);
-	if (r.error) {
-		failed++;
-		fprintf(stderr, "FAIL %s: the second run failed: %s\n", c->name,
-			sx_strerror(r.error));
-	}
+	if (r.error)
+		sxc_fail("%s: the second run failed: %s", c->name, sx_strerror(r.error));
 	sx_bdev_destroy(img);
-	passed += pts.fp_passed;
-	failed += pts.fp_failed;
+	sxc_count.passed += pts.fp_passed;
+	sxc_count.failed += pts.fp_failed;
 	crash_points += pts.fp_points;
 	printf("%s/%s: %d swaps, %llu writes, %llu flushes; %llu crash points (every %llu-th "
 	       "write, %u mode%s each), %llu failed, %.1f s\n",
@@ -551,7 +524,6 @@ static const struct sop ops_mixed[] = {
 
 int main(void)
 {
-	const char *lv = getenv("SX_CRASH_LEVEL");
 	const char *only = getenv("SX_SWAP_CASES");
 	struct cfg cases[] = {
 		{ "one-extent", 8ull << 20, 1024, build_one_extent, 8, 0, ops_whole, 1,
@@ -575,12 +547,7 @@ int main(void)
 	};
 	u32 i;
 
-	if (lv && !strcmp(lv, "quick"))
-		level = 0;
-	else if (lv && !strcmp(lv, "long"))
-		level = 2;
-	sx_thread_enter();
-	sxt_quiet();
+	level = sxc_start();
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct cfg *c = &cases[i];
 
@@ -600,7 +567,5 @@ int main(void)
 		}
 	}
 	printf("crash points: %llu\n", (unsigned long long)crash_points);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

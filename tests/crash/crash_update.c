@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sxswap.h"
+#include "sxcrash.h"
 
 #define BS		1024u
 #define NBLK		96u		/* blocks of a at first */
@@ -50,19 +51,8 @@ struct run {
 	int		error;
 };
 
-static u64 passed, failed, crash_points;
 static struct sx_bdev *pristine;
 static struct sxs_file *model_b;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		return -1; \
-	} \
-} while (0)
 
 /* Set @f's model size to @size, zeroing what lies past it. */
 static void model_trunc(struct sxs_file *f, u64 size)
@@ -192,12 +182,12 @@ static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 	int fd, k, hi = r->ncommitted + (r->in_commit ? 1 : 0), names = 0;
 	bool ok = false;
 
-	CHECK(sx_readdir(mp, count_name, &names) == 0 && names == 2, "%s: names", what);
-	CHECK(sx_open(mp, "b", &model_b->sf_fd) == 0, "%s: open b", what);
+	SXC_CHECK(sx_readdir(mp, count_name, &names) == 0 && names == 2, "%s: names", what);
+	SXC_CHECK(sx_open(mp, "b", &model_b->sf_fd) == 0, "%s: open b", what);
 	ok = sxs_verify(mp, BS, model_b, msg, sizeof(msg)) == 0;
 	sx_close(mp, model_b->sf_fd);
-	CHECK(ok, "%s: b changed: %s", what, msg);
-	CHECK(sx_open(mp, "a", &fd) == 0, "%s: open a", what);
+	SXC_CHECK(ok, "%s: b changed: %s", what, msg);
+	SXC_CHECK(sx_open(mp, "a", &fd) == 0, "%s: open a", what);
 	ok = false;
 	for (k = r->ndurable; !ok && k <= hi && k <= NUPD; k++) {
 		r->m[k]->sf_fd = fd;
@@ -206,57 +196,48 @@ static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 			snprintf(first, sizeof(first), "k=%d: %s", k, msg);
 	}
 	sx_close(mp, fd);
-	CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable, hi, first);
+	SXC_CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable, hi, first);
 	return 0;
 }
 
-/* Recover @bd and check it against @r. */
-static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const char *what)
-{
-	return sxs_recover_verify(bd, files_ok, r, what);
-}
+static u64 in_commit;		/* cuts that came inside a commit */
 
-static void crash_at(struct run *r, u64 w, enum sx_crash_mode mode)
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
-	static const char *const mnames[] = { "keep", "drop", "tear", "random" };
-	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
-	struct sx_crashdev *cd;
+	struct run *r = arg;
+	struct sx_bdev *img = sxt_bdev_copy(pristine);
+	struct sx_bdev *cbd = sxc_cut_dev(img, w * 7 + mode, w, mode, NULL);
 	char what[96];
+	int ret = -1;
 
-	VERIFY(sx_crashdev_create(img, w * 7 + mode, &cbd, &cd) == 0);
-	sx_crashdev_cut_at_write(cd, w, mode);
 	workload(cbd, r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "write %llu %s (after %d commits%s)",
-		 (unsigned long long)w, mnames[mode], r->ncommitted,
+		 (unsigned long long)w, sxf_mode_name(mode), r->ncommitted,
 		 r->in_commit ? ", in a commit" : "");
-	crash_points++;
-	if (r->error == 0) {
-		failed++;
+	in_commit += r->in_commit;
+	if (r->error == 0)
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
-	} else if (recover_and_verify(img, r, what) == 0) {
-		passed++;
-	}
+	else
+		ret = sxc_recover_verify(img, 0, files_ok, r, what);
 	sx_bdev_destroy(img);
+	return ret;
 }
 
 int main(void)
 {
-	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
-	const char *lv = getenv("SX_CRASH_LEVEL");
+	struct sxc_cuts cuts = { 0 };
 	struct sx_crashdev_stats st;
 	struct sx_bdev *img, *cbd;
 	struct sx_crashdev *cd;
 	struct run r;
-	u64 w, step = 3, in_commit = 0;
-	int k, m, mode;
+	u64 crash_points = 0;
+	int k, mode;
 
-	if (lv && !strcmp(lv, "quick"))
-		step = 12;
-	else if (lv && !strcmp(lv, "long"))
-		step = 1;
-	sx_thread_enter();
-	sxt_quiet();
+	sxc_start();
+	/* each cut write in one mode, the modes in turn; every mode at each with long */
+	cuts.step = sxc_pick(12, 3, 1);
+	cuts.per_point = sxc_pick(1, 1, 3);
 	memset(&r, 0, sizeof(r));
 	for (k = 0; k <= NUPD; k++)
 		r.m[k] = sxs_file_new(MAXB);
@@ -270,40 +251,29 @@ int main(void)
 		       "the log's default queue");
 		/* the uncut run: how many writes, and it must end with every update in */
 		img = sxt_bdev_copy(pristine);
-		VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
+		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 		workload(cbd, &r);
 		sx_crashdev_get_stats(cd, &st);
 		sx_bdev_destroy(cbd);
 		if (r.error || r.ndurable != NUPD) {
-			failed++;
-			fprintf(stderr, "FAIL: the uncut workload: %s, %d durable\n",
-				sx_strerror(r.error), r.ndurable);
+			sxc_fail("the uncut workload: %s, %d durable", sx_strerror(r.error),
+				 r.ndurable);
 		} else {
 			r.ndurable = r.ncommitted = NUPD;	/* only the last state may show */
-			if (recover_and_verify(img, &r, "uncut run") == 0)
-				passed++;
+			sxc_tally(sxc_recover_verify(img, 0, files_ok, &r, "uncut run"));
 		}
 		sx_bdev_destroy(img);
 		printf("%d updates, %llu writes, %llu flushes; cutting every %llu\n", NUPD,
 		       (unsigned long long)st.cs_writes, (unsigned long long)st.cs_flushes,
-		       (unsigned long long)step);
-		/* each cut point in another mode; every mode at each with long */
-		for (w = 1; w <= st.cs_writes; w += step) {
-			for (m = 0; m < 3; m++) {
-				if (step > 1 && m != (w / step) % 3)
-					continue;
-				crash_at(&r, w, modes[m]);
-				in_commit += r.in_commit;
-			}
-		}
+		       (unsigned long long)cuts.step);
+		cuts.last = st.cs_writes;
+		crash_points += sxc_cut_writes(&cuts, crash_at, &r);
 	}
 	printf("crash points: %llu (%llu inside a commit)\n", (unsigned long long)crash_points,
 	       (unsigned long long)in_commit);
-	printf("%llu passed, %llu failed\n", (unsigned long long)passed,
-	       (unsigned long long)failed);
 	for (k = 0; k <= NUPD; k++)
 		sxs_file_free(r.m[k]);
 	sxs_file_free(model_b);
 	sx_bdev_destroy(pristine);
-	return failed ? 1 : 0;
+	return sxc_end();
 }

@@ -1677,6 +1677,10 @@ int main(void)
 
 	sx_thread_enter();
 	sxt_quiet();
+	/* recovery verifies the blocks it rebuilds by their registered type */
+	assert_int_equal(sx_buf_type_register(&tbt_buf_ops), 0);
+	assert_int_equal(sx_buf_type_register(&tbig_buf_ops), 0);
+	assert_int_equal(sx_buf_type_register(&troot_ops), 0);
 	printf("# seed %llu\n", (unsigned long long)test_seed());
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,8 +21,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "sxtest.h"
-#include "sxtext.h"
+#include "sxcrash.h"
 #include "dir.h"
 #include "file.h"
 #include "fork.h"
@@ -178,27 +177,11 @@ static u64 create_closed(struct sx_mount *mp, const char *name)
 	return st.st_ino;
 }
 
-/* Run the checker on @bd; the number of problems. */
-static u64 check(struct sx_bdev *bd, struct sxt_text *r)
-{
-	u64 problems = ~0ull;
-
-	memset(r, 0, sizeof(*r));
-	assert_int_equal(sx_check(bd, sxt_text_line, r, &problems), 0);
-	if (getenv("SX_TEST_VERBOSE") && r->text)
-		fputs(r->text, stderr);
-	return problems;
-}
-
 /* Unmount @mp and assert the checker finds nothing on @bd. */
 static void unmount_check(struct sx_mount *mp, struct sx_bdev *bd)
 {
-	struct sxt_text r;
-
 	assert_int_equal(sx_unmount(mp), 0);
-	if (check(bd, &r) != 0)
-		fail_msg("checker:\n%s", r.text ? r.text : "");
-	sxt_text_free(&r);
+	assert_int_equal(sxc_check_clean(bd, 0, "unmount"), 0);
 }
 
 /* True if inode @ino is in use (an iget succeeds). */
@@ -1035,7 +1018,6 @@ static void test_crash_recovery(void **state)
 	struct sx_mount *mp = sxt_mount(bd);
 	struct model m = { 0 }, got = { 0 };
 	u64 free0, tino, uino, lino;
-	struct sxt_text r;
 	int fd, tfd, ufd, lfd, i;
 	char name[16];
 
@@ -1091,9 +1073,7 @@ static void test_crash_recovery(void **state)
 	for (i = 0; i < (int)m.n; i++)
 		assert_int_equal(sx_unlink(mp, m.e[i].name), 0);
 	assert_int_equal(sx_alloc_free_blocks(mp), free0);
-	assert_int_equal(sx_unmount(mp), 0);
-	assert_int_equal(check(bd, &r), 0);
-	sxt_text_free(&r);
+	unmount_check(mp, bd);
 	free(m.e);
 	free(got.e);
 	sx_bdev_destroy(bd);
@@ -1434,7 +1414,7 @@ static void test_checker(void **state)
 	di = (struct sx_dinode *)blk;
 	di->di_nlink = cpu_to_le32(3);
 	put_block(bd, bs, ino1, blk);
-	assert_true(check(bd, &r) > 0);
+	assert_true(sxc_checker(bd, 0, &r) > 0);
 	assert_true(sxt_text_has(&r, "link"));
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
@@ -1449,7 +1429,7 @@ static void test_checker(void **state)
 		de[2].de_name[0] ^= 0x20;
 	}
 	put_block(bd, bs, root, blk);
-	assert_true(check(bd, &r) > 0);
+	assert_true(sxc_checker(bd, 0, &r) > 0);
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
@@ -1462,7 +1442,7 @@ static void test_checker(void **state)
 		de[0].de_ino = cpu_to_le64(le64_to_cpu(de[0].de_ino) + 500);
 	}
 	put_block(bd, bs, root, blk);
-	assert_true(check(bd, &r) > 0);
+	assert_true(sxc_checker(bd, 0, &r) > 0);
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
@@ -1477,7 +1457,7 @@ static void test_checker(void **state)
 		((struct sx_dbtree_block *)blk)->bt_numrecs = cpu_to_le16(0xfff);
 		put_block(bd, bs, bno, blk);
 	}
-	assert_true(check(bd, &r) > 0);
+	assert_true(sxc_checker(bd, 0, &r) > 0);
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 }

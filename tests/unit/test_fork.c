@@ -485,5 +485,7 @@ int main(void)
 
 	sx_thread_enter();
 	sxt_quiet();
+	/* recovery verifies the blocks it rebuilds by their registered type */
+	assert_int_equal(sx_buf_type_register(&tfk_buf_ops), 0);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

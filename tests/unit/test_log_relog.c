@@ -474,6 +474,8 @@ int main(void)
 	};
 
 	sxt_quiet();
+	/* recovery verifies the blocks it rebuilds by their registered type */
+	assert_int_equal(sx_buf_type_register(&raw_ops), 0);
 	sxt_register_test_intent();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

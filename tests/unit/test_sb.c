@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "sxtest.h"
+#include "sxtext.h"
 #include "sb.h"
 #include "fsinfo.h"
 #include "inode.h"
@@ -94,10 +95,15 @@ static struct sx_bdev *memdev(u64 size)
 	return bd;
 }
 
-/* mkfs with a fixed uuid and block size (and other defaults). */
+/*
+ * mkfs with a fixed uuid and block size (and other defaults).  These tests
+ * look at the superblocks and the layout at every block size, also those
+ * too large for any log to hold the largest transaction.
+ */
 static void mkfs_bs(struct sx_bdev *bd, u32 bs)
 {
-	struct sx_mkfs_opts mo = { .mk_blocksize = bs, .mk_uuid = test_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = bs, .mk_uuid = test_uuid,
+				   .mk_flags = SX_MKFS_SMALL_LOG };
 
 	assert_int_equal(sx_mkfs(bd, &mo), 0);
 }
@@ -416,6 +422,7 @@ C(dblocks_eq_data, sb_dblocks, X_CORRUPT, d->sb_dblocks = cpu_to_le64(g->sb_data
 C(dblocks_bmap, sb_dblocks, X_CORRUPT,
   d->sb_dblocks = cpu_to_le64(g->sb_dblocks + 3 * SX_BITMAP_BITS(g->sb_blocksize)))
 C(seq0, sb_seq, X_CORRUPT, d->sb_seq = 0)
+C(seq_max, sb_seq, X_CORRUPT, d->sb_seq = cpu_to_le64(~0ull))
 C(uuid_nil, sb_uuid, X_CORRUPT, memset(d->sb_uuid, 0, SX_UUID_SIZE))
 C(compat, sb_feat_compat, X_ANY, d->sb_feat_compat = cpu_to_le32(0xffffffffu))
 C(ro_compat, sb_feat_ro_compat, X_FEATURE, d->sb_feat_ro_compat = cpu_to_le32(1u << 5))
@@ -466,6 +473,12 @@ C(fsinfo_bmap, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_bmapstart)
 C(fsinfo_data_low, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_datastart - 1))
 C(fsinfo_end, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(g->sb_dblocks))
 C(fsinfo_max, sb_fsinfo, X_CORRUPT, d->sb_fsinfo = cpu_to_le64(~0ull))
+C(clean_free_none, sb_clean_free, X_ANY, d->sb_clean_free = cpu_to_le64(1))
+C(clean_free_all, sb_clean_free, X_ANY,
+  d->sb_clean_free = cpu_to_le64(g->sb_dblocks - g->sb_datastart + 1))
+C(clean_free_more, sb_clean_free, X_CORRUPT,
+  d->sb_clean_free = cpu_to_le64(g->sb_dblocks - g->sb_datastart + 2))
+C(clean_free_max, sb_clean_free, X_CORRUPT, d->sb_clean_free = cpu_to_le64(~0ull))
 C(label_junk, sb_label, X_CORRUPT, d->sb_label[SX_LABEL_SIZE - 1] = 'x')
 C(label_after_nul, sb_label, X_CORRUPT, d->sb_label[strlen(g->sb_label) + 1] = 1)
 
@@ -484,6 +497,7 @@ static const struct corruption corruptions[] = {
 	E(dblocks_eq_data, sb_dblocks, X_CORRUPT),
 	E(dblocks_bmap, sb_dblocks, X_CORRUPT),
 	E(seq0, sb_seq, X_CORRUPT),
+	E(seq_max, sb_seq, X_CORRUPT),
 	E(uuid_nil, sb_uuid, X_CORRUPT),
 	E(compat, sb_feat_compat, X_ANY),
 	E(ro_compat, sb_feat_ro_compat, X_FEATURE),
@@ -528,6 +542,10 @@ static const struct corruption corruptions[] = {
 	E(fsinfo_data_low, sb_fsinfo, X_CORRUPT),
 	E(fsinfo_end, sb_fsinfo, X_CORRUPT),
 	E(fsinfo_max, sb_fsinfo, X_CORRUPT),
+	E(clean_free_none, sb_clean_free, X_ANY),
+	E(clean_free_all, sb_clean_free, X_ANY),
+	E(clean_free_more, sb_clean_free, X_CORRUPT),
+	E(clean_free_max, sb_clean_free, X_CORRUPT),
 	E(label_junk, sb_label, X_CORRUPT),
 	E(label_after_nul, sb_label, X_CORRUPT),
 };
@@ -792,6 +810,51 @@ static void test_write_alternates(void **state)
 		assert_int_equal(rd.sb_seq, seq);
 		assert_int_equal(rd.sb_log_epoch, (u32)i);
 	}
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A copy whose sequence is 2^64 - 1 (CRC right) can never have been written:
+ * taken for the newest, it made the next write wrap to 0, which decode
+ * refuses, and left one good copy where there should be two.  Such a copy
+ * is refused, and the writes of a mount leave both copies valid.
+ */
+static void test_seq_at_max(void **state)
+{
+	struct sx_bdev *bd = memdev(16ull << 20);
+	struct sx_sb sb, c0, c1;
+	struct sx_mount *mp;
+	struct sxt_text r;
+	u8 buf[SX_SB_SIZE];
+	u64 problems;
+	int fd, which;
+
+	mkfs_bs(bd, 4096);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	sb.sb_seq = ~0ull;		/* odd: copy 1's */
+	sx_sb_encode(&sb, buf);
+	raw_write(bd, 4096, buf);
+	assert_int_equal(sx_sb_decode(NULL, buf, &c1), -EFSCORRUPTED);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, &which), 0);
+	assert_int_equal(which, 0);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(sx_check(bd, sxt_text_line, &r, &problems), 0);
+	assert_int_equal(problems, 2);
+	assert_true(sxt_text_has(&r, "superblock copy 1: sb_seq 18446744073709551615 is beyond"));
+	sxt_text_free(&r);
+
+	/* a mount that writes the superblock more than once */
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+
+	raw_read(bd, 0, buf);
+	assert_int_equal(sx_sb_decode(NULL, buf, &c0), 0);
+	raw_read(bd, 4096, buf);
+	assert_int_equal(sx_sb_decode(NULL, buf, &c1), 0);
+	assert_true(c0.sb_seq + 1 == c1.sb_seq || c1.sb_seq + 1 == c0.sb_seq);
 	sx_bdev_destroy(bd);
 }
 
@@ -1109,7 +1172,7 @@ static void test_mkfs_partial_device(void **state)
 {
 	struct sx_mkfs_opts mo = { .mk_blocksize = 512, .mk_uuid = test_uuid,
 				   .mk_dblocks = 3 * 3584 + 100, .mk_logblocks = 64,
-				   .mk_label = "part" };
+				   .mk_label = "part", .mk_flags = SX_MKFS_SMALL_LOG };
 	struct sx_bdev *bd = memdev(32ull << 20);
 	struct sx_sb sb;
 
@@ -1186,7 +1249,8 @@ static void test_mkfs_invalid(void **state)
 static void test_mkfs_wipes_stale_superblocks(void **state)
 {
 	static const u8 other_uuid[SX_UUID_SIZE] = { 9, 9, 9, 9, 9, 9, 0x49, 9, 0x89 };
-	struct sx_mkfs_opts mo = { .mk_blocksize = 65536, .mk_uuid = other_uuid };
+	struct sx_mkfs_opts mo = { .mk_blocksize = 65536, .mk_uuid = other_uuid,
+				   .mk_flags = SX_MKFS_SMALL_LOG };
 	struct sx_bdev *bd = memdev(32ull << 20);
 	u8 buf[SX_SB_SIZE], zero[SX_SB_SIZE] = { 0 };
 	struct sx_sb rd;
@@ -1210,6 +1274,103 @@ static void test_mkfs_wipes_stale_superblocks(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* Write @n bytes of @byte at @off of @fd. */
+static void fill(struct sx_mount *mp, int fd, u64 off, u32 n, u8 byte)
+{
+	u8 buf[4096];
+	u32 done, k;
+
+	memset(buf, byte, sizeof(buf));
+	for (done = 0; done < n; done += k) {
+		k = n - done < sizeof(buf) ? n - done : (u32)sizeof(buf);
+		assert_int_equal(sx_pwrite(mp, fd, buf, k, off + done), (s64)k);
+	}
+}
+
+/* A clone, a write into it and a swap on @bd: 0 or the first error. */
+static int clone_and_swap(struct sx_bdev *bd)
+{
+	struct file_swap_range fsr;
+	struct sx_mount *mp;
+	int a, b, error;
+
+	assert_int_equal(sx_mount(bd, NULL, &mp), 0);
+	assert_int_equal(sx_create(mp, "a", 0644, &a), 0);
+	fill(mp, a, 0, 64 * 1024, 'a');
+	assert_int_equal(sx_create(mp, "b", 0644, &b), 0);
+	error = sx_clone(mp, b, a);
+	if (!error) {
+		fill(mp, b, 0, 4096, 'b');
+		memset(&fsr, 0, sizeof(fsr));
+		fsr.file1_fd = a;
+		fsr.length = 64 * 1024;
+		error = sx_swap_file_range(mp, b, &fsr);
+	}
+	sx_close(mp, a);
+	sx_close(mp, b);
+	assert_int_equal(sx_unmount(mp), 0);
+	return error;
+}
+
+/*
+ * mkfs -b 1024 -s 16m -l 256k made a filesystem whose log could not hold a
+ * clone's transaction: the clone failed with EINVAL (68,504 bytes reserved,
+ * 32,688 the largest record holds).  mkfs refuses such a log and names the
+ * smallest, with which a clone and a swap work; a default log grows to it;
+ * blocks too large for any log's records are refused.
+ */
+static void test_mkfs_log_too_small(void **state)
+{
+	struct sx_bdev *bd = memdev(16ull << 20);
+	struct sx_mkfs_opts mo = {
+		.mk_blocksize = 1024, .mk_logblocks = 256, .mk_uuid = test_uuid,
+		.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP,
+	};
+	u32 min = 0, res = 0;
+	struct sx_sb sb;
+	int error;
+
+	error = sx_mkfs(bd, &mo);
+	if (!error)
+		fprintf(stderr, "mkfs took a 256 KiB log; a clone and a swap then gave %d\n",
+			clone_and_swap(bd));
+	assert_int_equal(error, -EINVAL);
+
+	assert_int_equal(sx_mkfs_log_min(bd, &mo, &min, &res), 0);
+	assert_true(res >= 68504);
+	assert_true(min > 256);
+	mo.mk_logblocks = min - 1;
+	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);
+	mo.mk_logblocks = min;
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	assert_int_equal(clone_and_swap(bd), 0);
+	/* the flag for tests of the log itself takes the small log */
+	mo.mk_logblocks = 256;
+	mo.mk_flags = SX_MKFS_SMALL_LOG;
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	sx_bdev_destroy(bd);
+
+	/* 16 KiB blocks on 256 MiB: the default log (4 MiB) grows */
+	bd = memdev(256ull << 20);
+	memset(&mo, 0, sizeof(mo));
+	mo.mk_blocksize = 16384;
+	assert_int_equal(sx_mkfs_log_min(bd, &mo, &min, &res), 0);
+	assert_true(min > (4u << 20) / 16384);
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	assert_int_equal(sb.sb_logblocks, min);
+	sx_bdev_destroy(bd);
+
+	/* 64 KiB blocks: the largest transaction exceeds a 1 MiB record */
+	bd = memdev(64ull << 20);
+	mo.mk_blocksize = 65536;
+	assert_int_equal(sx_mkfs_log_min(bd, &mo, &min, &res), 0);
+	assert_int_equal(min, 0);
+	assert_true(res > (1u << 20));
+	assert_int_equal(sx_mkfs(bd, &mo), -EINVAL);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1226,6 +1387,7 @@ int main(void)
 		cmocka_unit_test(test_read_after_mkfs),
 		cmocka_unit_test(test_write_alternates),
 		cmocka_unit_test(test_write_failure),
+		cmocka_unit_test(test_seq_at_max),
 		cmocka_unit_test(test_read_fallback),
 		cmocka_unit_test(test_read_probe_all_blocksizes),
 		cmocka_unit_test(test_read_misplaced_copy),
@@ -1238,6 +1400,7 @@ int main(void)
 		cmocka_unit_test(test_mkfs_write_errors),
 		cmocka_unit_test(test_mkfs_invalid),
 		cmocka_unit_test(test_mkfs_wipes_stale_superblocks),
+		cmocka_unit_test(test_mkfs_log_too_small),
 	};
 
 	sxt_quiet();

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include "sxswap.h"
+#include "sxcrash.h"
 #include "inode.h"
 #include "file.h"
 #include "bmap.h"
@@ -63,15 +64,6 @@ static int setup_noatomic(void **state)
 	return setup_fs(false);
 }
 
-/* The checker must find nothing wrong with the image. */
-static void check_clean(void)
-{
-	u64 problems = 1;
-
-	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
-	assert_int_equal(problems, 0);
-}
-
 static int teardown(void **state)
 {
 	int i;
@@ -79,7 +71,7 @@ static int teardown(void **state)
 	for (i = 0; i < 4; i++)
 		sxs_file_free(F[i]);
 	assert_int_equal(sx_unmount(mp), 0);
-	check_clean();
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
 	sx_bdev_destroy(bd);
 	return 0;
 }
@@ -122,7 +114,7 @@ static void remount(void)
 	for (i = 0; i < 4; i++)
 		assert_int_equal(sx_close(mp, F[i]->sf_fd), 0);
 	assert_int_equal(sx_unmount(mp), 0);
-	check_clean();
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
 	mp = sxt_mount(bd);
 	assert_int_equal(sx_open(mp, "a", &F[0]->sf_fd), 0);
 	assert_int_equal(sx_open(mp, "b", &F[1]->sf_fd), 0);
@@ -795,12 +787,7 @@ static void test_mount_refuses_sxi(void **state)
 		/* with it on, recovery finishes the swap and the image is clean */
 		assert_int_equal(sx_mount(img, NULL, &m2), 0);
 		assert_int_equal(sx_unmount(m2), 0);
-		{
-			u64 problems = 1;
-
-			assert_int_equal(sx_check(img, NULL, NULL, &problems), 0);
-			assert_int_equal(problems, 0);
-		}
+		assert_int_equal(sxc_check_clean(img, 0, __func__), 0);
 		sx_bdev_destroy(img);
 	}
 	printf("mount refused an unfinished SXI without atomic_swap at %llu of %llu cuts\n",

@@ -27,6 +27,7 @@
 #define HAVE_XFS_HEADERS 1
 #endif
 #include "sxswap.h"
+#include "sxcrash.h"
 #include <swapext/swapext_compat.h>
 
 #ifdef HAVE_XFS_HEADERS
@@ -102,14 +103,6 @@ static int setup_noatomic(void **state)
 	return setup_fs(false);
 }
 
-static void check_clean(void)
-{
-	u64 problems = 1;
-
-	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
-	assert_int_equal(problems, 0);
-}
-
 static int teardown(void **state)
 {
 	assert_int_equal(sx_close(mp, A->sf_fd), 0);
@@ -117,7 +110,7 @@ static int teardown(void **state)
 	sxs_file_free(A);
 	sxs_file_free(B);
 	assert_int_equal(sx_unmount(mp), 0);
-	check_clean();
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
 	sx_bdev_destroy(bd);
 	return 0;
 }
@@ -132,7 +125,7 @@ static int teardown_shutdown(void **state)
 	assert_int_not_equal(sx_unmount(mp), 0);
 	mp = sxt_mount(bd);
 	assert_int_equal(sx_unmount(mp), 0);
-	check_clean();
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
 	sx_bdev_destroy(bd);
 	return 0;
 }

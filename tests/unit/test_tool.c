@@ -37,9 +37,16 @@ static void test_mkfs_info_check_logprint(void **state)
 	struct sxt_run r;
 	struct stat st;
 
-	sxt_tool_run(&r, "mkfs -b 1k -s 16m -l 256k -L mylabel -O atomic_swap '%s'", sxt_path("a.img"));
+	/* a log too small for the largest transaction: refused, the smallest named */
+	sxt_tool_run(&r, "mkfs -b 1k -s 16m -l 256k '%s'", sxt_path("a.img"));
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "a log of 262144 bytes is too small for the largest transaction"));
+	assert_non_null(strstr(r.err, "the smallest log is 770048 bytes (-l 752k)"));
+	sxt_run_free(&r);
+
+	sxt_tool_run(&r, "mkfs -b 1k -s 16m -l 1m -L mylabel -O atomic_swap '%s'", sxt_path("a.img"));
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.out, "16384 blocks of 1024 bytes (16.0 MiB), log 256 blocks"));
+	assert_non_null(strstr(r.out, "16384 blocks of 1024 bytes (16.0 MiB), log 1024 blocks"));
 	sxt_run_free(&r);
 	assert_int_equal(stat(sxt_path("a.img"), &st), 0);
 	assert_int_equal(st.st_size, 16 * MIB);
@@ -49,7 +56,7 @@ static void test_mkfs_info_check_logprint(void **state)
 	assert_non_null(strstr(r.out, "label:              mylabel"));
 	assert_non_null(strstr(r.out, "block size:         1024 bytes"));
 	assert_non_null(strstr(r.out, "size:               16384 blocks (16.0 MiB)"));
-	assert_non_null(strstr(r.out, "log:                blocks 2..257 (256 blocks"));
+	assert_non_null(strstr(r.out, "log:                blocks 2..1025 (1024 blocks"));
 	assert_non_null(strstr(r.out, "features log:       atomic_swap"));
 	assert_non_null(strstr(r.out, "features incompat:  none"));
 	assert_non_null(strstr(r.out, "log state:          clean"));

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sxswap.h"
+#include "sxcrash.h"
 
 #define MIB	(1ull << 20)
 #define BS	1024u
@@ -68,20 +69,11 @@ static int setup_noatomic(void **state)
 	return setup_fs(false);
 }
 
-/* The checker must find nothing wrong with the (unmounted) image. */
-static void check_clean(void)
-{
-	u64 problems = 1;
-
-	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
-	assert_int_equal(problems, 0);
-}
-
 static int teardown(void **state)
 {
 	if (mp)
 		assert_int_equal(sx_unmount(mp), 0);
-	check_clean();
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
 	sxs_file_free(A);
 	sxs_file_free(B);
 	sx_bdev_destroy(bd);
@@ -191,7 +183,7 @@ static void remount(void)
 	assert_int_equal(sx_close(mp, A->sf_fd), 0);
 	assert_int_equal(sx_close(mp, B->sf_fd), 0);
 	assert_int_equal(sx_unmount(mp), 0);
-	check_clean();
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
 	mp = sxt_mount(bd);
 	assert_int_equal(sx_open(mp, "a", &A->sf_fd), 0);
 	assert_int_equal(sx_open(mp, "b", &B->sf_fd), 0);

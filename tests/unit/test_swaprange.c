@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The FISWAPRANGE front end on the in-memory host, table-driven: every
- * branch of the seed's checks with its errno, and a rejected call changes
- * nothing (files, log, the caller's structure, locks, transactions).
+ * The FISWAPRANGE front end (core/swaprange.c) on the in-memory host,
+ * table-driven: every branch of the seed's checks with its errno, and a
+ * rejected call changes nothing (files, log, the caller's structure, locks,
+ * transactions).
  */
 #include <stdarg.h>
 #include <stddef.h>
