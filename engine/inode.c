@@ -26,6 +26,13 @@
  *
  * Lock order: iolock, ilock (two inodes in inode-number order), then the
  * buffers: inode blocks, the fsinfo block, B+tree blocks, bitmap blocks.
+ * An inode's ilock keeps everyone off its block but the walk that removes
+ * another inode from the unlinked list: it holds the blocks of inodes on
+ * the list without their ilocks, then waits for the fsinfo and bitmap
+ * blocks.  So a transaction that changes an inode on the list (a tmpfile,
+ * such as an update's clone) joins the inode's block before fsinfo and
+ * bitmap blocks even where it logs the inode last (a B+tree fork's split,
+ * an allocation first); sx_inode_get_buf() asserts it.
  */
 #include "util.h"
 #include "inode.h"
@@ -191,13 +198,23 @@ void sx_inode_init_block(const struct sx_sb *sb, u64 ino, u16 mode, u32 nlink, u
 					offsetof(struct sx_dblk_hdr, bh_crc)));
 }
 
+static bool ino_tp_has(struct sx_trans *tp, u64 blkno);
+
 /* The inode's block, joined to @tp, or read locked if @tp is NULL. */
 int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *ip,
 		     struct sx_buf **bpp)
 {
-	if (tp)
-		return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
-	return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	if (!tp)
+		return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	/*
+	 * The unlinked list's walk holds the blocks of inodes on the list
+	 * without their ilocks while it waits for the fsinfo and bitmap
+	 * blocks: a transaction that logs such an inode must take its block
+	 * before those (the lock order above).
+	 */
+	ASSERT(!ip->i_unlinked || ino_tp_has(tp, ip->i_ino) ||
+	       (!ino_tp_has(tp, mp->m_sb.sb_fsinfo) && !sx_alloc_owned(mp)));
+	return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
 }
 
 /* Write the core into the inode block and log the core's bytes. */
@@ -206,6 +223,7 @@ int sx_inode_log(struct sx_trans *tp, struct sx_inode *ip)
 	struct sx_buf *bp;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	error = sx_inode_get_buf(tp->t_mp, tp, ip, &bp);
 	if (error)
 		return error;
@@ -422,6 +440,7 @@ static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *fr
 {
 	struct sx_list *head = ic_bucket(ic, ino), *pos;
 
+	ASSERT(sx_mutex_is_held(&ic->ic_lock));
 	*freeing = false;
 	for (pos = head->next; pos != head; pos = pos->next) {
 		struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
@@ -441,6 +460,7 @@ static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *fr
 /* Hash a new inode (cache lock held). */
 static void ic_insert_locked(struct sx_icache *ic, struct sx_inode *ip)
 {
+	ASSERT(sx_mutex_is_held(&ic->ic_lock));
 	ic_hash_add(&ip->i_hash, ic_bucket(ic, ip->i_ino));
 	ic->ic_count++;
 }
@@ -471,7 +491,7 @@ static int ic_read_inode(struct sx_mount *mp, u64 ino, struct sx_inode **ipp)
 	ino_decode(ip, bp->b_data);
 	sx_buf_relse(bp);
 	if (ip->i_nlink == 0)
-		ip->i_iflags |= SX_IF_UNLINKED;
+		ip->i_unlinked = true;
 	*ipp = ip;
 	return 0;
 }
@@ -735,7 +755,7 @@ int sx_inode_alloc(struct sx_trans *tp, u16 mode, u32 nlink, struct sx_inode **i
 		/* a tmpfile: at the head of the unlinked list from the start */
 		di->di_next_unlinked = cpu_to_le64(head);
 		ip->i_next_unlinked = head;
-		ip->i_iflags |= SX_IF_UNLINKED;
+		ip->i_unlinked = true;
 		error = sx_fsinfo_set_unlinked(tp, bno);
 	}
 	if (!error)
@@ -777,6 +797,7 @@ int sx_iunlink(struct sx_trans *tp, struct sx_inode *ip)
 	u64 head;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	if (SX_IS_CORRUPT(mp, ip->i_nlink != 0))
 		return -EFSCORRUPTED;
 	/* the inode's block before the fsinfo block (lock order) */
@@ -796,7 +817,7 @@ int sx_iunlink(struct sx_trans *tp, struct sx_inode *ip)
 	if (error)
 		return error;
 	ip->i_next_unlinked = head;
-	ip->i_iflags |= SX_IF_UNLINKED;
+	ip->i_unlinked = true;
 	return 0;
 }
 
@@ -830,6 +851,7 @@ static int ino_find_pred(struct sx_trans *tp, u64 ino, u64 *pred, struct sx_buf 
 	bool joined;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&mp->m_unlinked_lock));
 	joined = ino_tp_has(tp, mp->m_sb.sb_fsinfo);
 	error = sx_fsinfo_get(tp, &bp);
 	if (error)
@@ -876,6 +898,7 @@ int sx_iunlink_remove(struct sx_trans *tp, struct sx_inode *ip)
 	bool fi_joined;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	sx_mutex_lock(&mp->m_unlinked_lock);
 	error = sx_inode_get_buf(mp, tp, ip, &bp);
 	if (error)
@@ -919,7 +942,7 @@ int sx_iunlink_remove(struct sx_trans *tp, struct sx_inode *ip)
 				 offsetof(struct sx_dinode, di_next_unlinked) + 7);
 	if (!error) {
 		ip->i_next_unlinked = 0;
-		ip->i_iflags &= ~SX_IF_UNLINKED;
+		ip->i_unlinked = false;
 	}
 out_unlock:
 	sx_mutex_unlock(&mp->m_unlinked_lock);

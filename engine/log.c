@@ -239,8 +239,10 @@ u64 sx_log_next_intent_id(struct sx_mount *mp)
  */
 int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent **lip)
 {
-	struct sx_log_intent *li = lip ? *lip : sx_alloc(sizeof(*li), SX_NOFS);
+	struct sx_log_intent *li;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
+	li = lip ? *lip : sx_alloc(sizeof(*li), SX_NOFS);
 	if (!li)
 		return -ENOMEM;
 	if (lip)
@@ -259,6 +261,7 @@ int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent 
 /* Stop tracking @li and free it (log lock held). */
 void sx_log_del_intent(struct sx_log *log, struct sx_log_intent *li)
 {
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	sx_list_del(&li->li_list);
 	sx_list_del(&li->li_hash);
 	log->l_nintents--;
@@ -270,6 +273,7 @@ struct sx_log_intent *sx_log_find_intent(struct sx_log *log, u64 id)
 {
 	struct sx_list *pos;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	sx_list_for_each(pos, &log->l_ihash[id % SX_LOG_IHASH]) {
 		struct sx_log_intent *li = sx_list_entry(pos, struct sx_log_intent, li_hash);
 
@@ -306,6 +310,7 @@ u32 sx_log_outstanding_intents(struct sx_mount *mp)
 /* Remember a record between tail and head (log lock held). */
 static int sx_log_add_recinfo(struct sx_log *log, u64 lsn, u32 prev_crc)
 {
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	if (log->l_nrecs == log->l_recs_cap) {
 		u32 cap = log->l_recs_cap ? log->l_recs_cap * 2 : 64;
 		struct sx_log_recinfo *n = sx_alloc(sizeof(*n) * cap, SX_NOFS);
@@ -438,6 +443,7 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	u32 crc;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	ASSERT(log->l_head + blocks <= log->l_size);
 	memset(log->l_iobuf + bytes, 0, (size_t)blocks * log->l_bsize - bytes);
 	rec->lr_magic = cpu_to_le32(SX_LOG_MAGIC);
@@ -495,19 +501,21 @@ static int sx_log_prepare_head(struct sx_mount *mp, u32 blocks)
 	u64 lsn;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	if (log->l_head + blocks <= log->l_size)
 		return 0;
 	error = sx_log_write_record(mp, 0, 0, SX_LR_WRAP, 0, 0, &lsn);
 	if (error)
 		return error;
+	/* the counters are read under the log lock (sx_log_get_stats()) */
+	sx_mutex_lock(&log->l_lock);
 	log->l_stats.ls_wraps++;
 	if (log->l_head != 0) {
 		/* the wrap record took the last block(s): jump to the start */
-		sx_mutex_lock(&log->l_lock);
 		log->l_head = 0;
 		log->l_cycle++;
-		sx_mutex_unlock(&log->l_lock);
 	}
+	sx_mutex_unlock(&log->l_lock);
 	return 0;
 }
 
@@ -521,6 +529,7 @@ static int sx_log_write_epoch(struct sx_mount *mp)
 	struct sx_log *log = mp->m_log;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	if (log->l_epoch_written)
 		return 0;
 	sx_mutex_lock(&mp->m_sb_lock);
@@ -613,6 +622,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	u64 seq;
 	int error = 0;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	sx_list_init(&groups);
 	sx_mutex_lock(&log->l_lock);
 	sx_cil_take(log, &groups);
@@ -660,8 +670,11 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		if (error)
 			sx_force_shutdown(mp, error, "cache flush after a log force failed");
 	}
-	if (!error)
+	if (!error) {
+		sx_mutex_lock(&log->l_lock);
 		log->l_stats.ls_forces++;
+		sx_mutex_unlock(&log->l_lock);
+	}
 out_complete:
 	sx_log_complete(mp, &groups, seq, error);
 	return error;
@@ -708,6 +721,7 @@ static u32 sx_log_prev_crc_of(struct sx_log *log, u64 lsn)
 {
 	u32 i;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	if (lsn == SX_LSN(log->l_cycle, log->l_head))
 		return log->l_prev_crc;
 	for (i = 0; i < log->l_nrecs; i++)

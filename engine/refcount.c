@@ -93,6 +93,7 @@ void sx_refcount_unshared_destroy(struct sx_mount *mp)
 /* Forget extent @i (lock held). */
 static void sx_unshared_del(struct sx_refc_unshared *ru, u32 i)
 {
+	ASSERT(sx_mutex_is_held(&ru->ru_lock));
 	ru->ru_ext[i] = ru->ru_ext[--ru->ru_n];
 }
 
@@ -119,6 +120,7 @@ static void sx_unshared_make_room(struct sx_mount *mp, struct sx_refc_unshared *
 	u64 durable = sx_log_durable_seq(mp);
 	u32 i;
 
+	ASSERT(sx_mutex_is_held(&ru->ru_lock));
 	for (i = 0; i < ru->ru_n;) {
 		struct sx_unshared_ext *e = &ru->ru_ext[i];
 

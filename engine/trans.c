@@ -104,6 +104,7 @@ static int sx_trans_attach(struct sx_trans *tp, struct sx_buf *bp)
 /* Join a buffer the caller holds locked (and referenced). */
 void sx_trans_join_buf(struct sx_trans *tp, struct sx_buf *bp)
 {
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	ASSERT(bp->b_trans == NULL);
 	/* without a before-image the buffer cannot be restored: fail hard */
 	VERIFY(sx_trans_attach(tp, bp) == 0);
@@ -262,6 +263,7 @@ int sx_trans_log_buf(struct sx_trans *tp, struct sx_buf *bp, u32 first, u32 last
 	int error;
 
 	VERIFY(bp->b_trans == tp);
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	if (first > last || last >= mp_bsize)
 		return -EINVAL;
 	memcpy(saved, bp->b_logmap, sizeof(saved));

@@ -129,5 +129,12 @@ SX_API int sx_fault_arm(const char *site, uint64_t nth, bool forever, int error)
 SX_API void sx_fault_disarm_all(void);
 /** sx_fault_hits() - how often sx_fault(@site) has been called */
 SX_API uint64_t sx_fault_hits(const char *site);
+/**
+ * sx_fault_set_hook() - call @fn(@arg, @site) in the calling thread at
+ * every sx_fault() call from now on, before the site's armed error is
+ * decided (NULL: none), so that a test can make something happen at an
+ * exact point of an operation (another thread's work, say)
+ */
+SX_API void sx_fault_set_hook(void (*fn)(void *arg, const char *site), void *arg);
 
 #endif /* SWAPEXT_DEVICE_H */

@@ -683,7 +683,7 @@ static void test_unlinked_list(void **state)
 		assert_int_equal(l[i], ino[4 - i]);
 	assert_int_equal(icount(mp), 6);
 	assert_int_equal(sx_fd_get(mp, fd[0], &ip[0]), 0);
-	assert_true(ip[0]->i_iflags & SX_IF_UNLINKED);
+	assert_true(ip[0]->i_unlinked);
 	assert_int_equal(sx_irele(ip[0]), 0);
 
 	/* the checker sees a well-formed list on a copy of the image */
@@ -919,6 +919,7 @@ static void test_enospc(void **state)
 		got += len;
 		assert_int_equal(sx_trans_commit(tp), 0);
 	}
+	assert_true(got > 0);
 	assert_int_equal(sx_alloc_free_blocks(mp), 0);
 
 	assert_int_equal(sx_trans_alloc(mp, ialloc_res(mp), 0, &tp), 0);
