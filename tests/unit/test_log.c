@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include "sxtest.h"
 #include "log_recover.h"
+#include "log_priv.h"
 
 #define MIB		(1ull << 20)
 
@@ -542,6 +543,50 @@ static void test_bcache_bound(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A force whose record cannot be remembered for lack of memory (the list
+ * of records between tail and head is full and cannot grow) shuts the
+ * mount down with its log space accounting intact, and recovery gives
+ * back every commit before it.  The fault loop found it: the record was
+ * written, the space it took counted as head movement, and then counted
+ * again when the failed force gave its groups back (an assertion, or a
+ * wrapped l_force_blocks without SX_DEBUG).
+ */
+static void test_record_tracking_enomem(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(32 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_log *log = mp->m_log;
+	struct sx_alloc_stats as0, as1;
+	u64 b = data0(mp), gen, i;
+	u32 cap;
+
+	/* records pile up until the list is full: no checkpoint moves the tail */
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	cap = log->l_recs_cap;
+	assert_true(cap > 0);
+	for (i = 2; log->l_nrecs < cap; i++)
+		put_tblock(mp, b, i, SX_TRANS_SYNC);
+	put_tblock(mp, b + 1, 99, 0);
+	/* the force's first allocation is the list's growth */
+	sx_alloc_get_stats(&as0);
+	sx_alloc_fail(1, false);
+	assert_int_equal(sx_log_force(mp), -ENOMEM);
+	sx_alloc_fail(0, false);
+	sx_alloc_get_stats(&as1);
+	assert_int_equal(as1.as_failed - as0.as_failed, 1);
+	assert_int_equal(log->l_recs_cap, cap);
+	assert_int_equal(log->l_force_blocks, 0);
+	assert_int_not_equal(sx_shutdown_state(mp, NULL, 0), 0);
+	assert_int_equal(sx_unmount(mp), -ENOMEM);
+
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, i - 1);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_intent_validation),
 		cmocka_unit_test(test_rdonly_dirty),
 		cmocka_unit_test(test_bcache_bound),
+		cmocka_unit_test(test_record_tracking_enomem),
 	};
 
 	sx_thread_enter();
