@@ -481,6 +481,8 @@ void sx_trans_cancel(struct sx_trans *tp)
 		if (bp->b_flags & SX_BUF_NEW)
 			sx_buf_invalidate(mp, bp);
 		memcpy(bp->b_data, bp->b_orig, mp->m_bsize);
+		if (!(bp->b_flags & SX_BUF_NEW) && bp->b_ops && bp->b_ops->bo_cancel)
+			bp->b_ops->bo_cancel(mp, bp);
 		sx_trans_detach(bp);
 		bp->b_flags &= ~SX_BUF_HOLD;
 		sx_buf_relse(bp);
