@@ -609,8 +609,17 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 		error = sx_log_force(mp);
 	else
 		error = sx_log_cil_push(mp);
-	if (!error && sx_bcache_pressure(mp))
+	if (!error && sx_bcache_pressure(mp)) {
+		/*
+		 * Relief for the cache, not part of the commit, which is in
+		 * the log whatever happens here: only a checkpoint that shut
+		 * the mount down fails the call.  One short of memory is
+		 * tried again at the next commit.
+		 */
 		error = sx_log_checkpoint(mp);
+		if (error && !sx_is_shutdown(mp))
+			error = 0;
+	}
 	return error;
 
 out_cancel:

@@ -590,6 +590,58 @@ static void test_bcache_bound(void **state)
 }
 
 /*
+ * Under cache pressure a commit checkpoints after it queued its
+ * transaction.  Each allocation of such a commit fails in turn: an error
+ * with the mount still up must mean the change did not happen.  The
+ * writeback's list could not be had for memory, and the commit returned
+ * that -ENOMEM with its change made.
+ */
+static void test_commit_under_pressure(void **state)
+{
+	struct sx_mount_opts mo = { .mo_bcache_max = 64 };
+	struct sx_alloc_stats a0, a1;
+	struct sx_bdev *bd;
+	struct sx_mount *mp;
+	struct sx_trans *tp;
+	bool hit = true;
+	u64 b, gen, n;
+	int error, i;
+
+	for (n = 1; hit; n++) {
+		bd = sxt_memfs(16 * MIB, 4096, 0);
+		assert_int_equal(sx_mount(bd, &mo, &mp), 0);
+		b = data0(mp);
+		/* the block to change, clean; then 48 dirty: one more is pressure */
+		put_tblock(mp, b + 48, 1, 0);
+		assert_int_equal(sx_checkpoint(mp), 0);
+		for (i = 0; i < 48; i++)
+			put_tblock(mp, b + i, 1, 0);
+		assert_int_equal(sx_log_force(mp), 0);
+		assert_false(sx_bcache_pressure(mp));
+		sx_alloc_get_stats(&a0);
+		sx_alloc_fail(n, false);
+		error = sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp);
+		if (!error) {
+			error = sxt_tblock_update(tp, b + 48, 7);
+			if (!error)
+				error = sx_trans_commit(tp);
+			else
+				sx_trans_cancel(tp);
+		}
+		sx_alloc_fail(0, false);
+		sx_alloc_get_stats(&a1);
+		hit = a1.as_failed != a0.as_failed;
+		assert_int_equal(sxt_tblock_read(mp, b + 48, &gen), 0);
+		if (error && !sx_shutdown_state(mp, NULL, 0))
+			assert_int_equal(gen, 1);
+		if (!error)
+			assert_int_equal(gen, 7);
+		sx_unmount(mp);
+		sx_bdev_destroy(bd);
+	}
+}
+
+/*
  * A force whose record cannot be remembered for lack of memory (the list
  * of records between tail and head is full and cannot grow) shuts the
  * mount down with its log space accounting intact, and recovery gives
@@ -652,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_failed_mount_after_replay),
 		cmocka_unit_test(test_rdonly_dirty),
 		cmocka_unit_test(test_bcache_bound),
+		cmocka_unit_test(test_commit_under_pressure),
 		cmocka_unit_test(test_record_tracking_enomem),
 	};
 
