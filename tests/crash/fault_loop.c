@@ -9,11 +9,13 @@
  * The workloads: an atomic swap of two fragmented files (one block per
  * extent, holes), then a whole-file TO_EOF swap of them; a non-atomic
  * swap; a clone, copy-on-write writes into both files, a punch of shared
- * blocks and a truncate; an atomic file update (sx_update_start, writes
- * and a truncate of the clone, sx_update_commit); and the recovery of
- * three images that a power cut left with unfinished intents (a swap's
+ * blocks, a truncate and the unlink of an open file (freed at its last
+ * close, under the fault too); an atomic file update (sx_update_start,
+ * writes and a truncate of the clone, sx_update_commit); and the recovery
+ * of four images that a power cut left with unfinished intents (a swap's
  * SXI chain, an update's commit with its nameless clone, a punch of
- * shared blocks with its refcount and free intents).  Each normal
+ * shared blocks with its refcount and free intents, a clone's map and
+ * refcount intents), so that the fault strikes recovery too.  Each normal
  * workload is a list of steps from mount to unmount, each step one call
  * with a model of the files (a, b, c: existence, size, every block's
  * tag) after it; a recovery workload is its mount and unmount.
@@ -490,6 +492,17 @@ static void m_st_trunc(struct fl_state *m, const struct fl_step *s)
 	m_trunc(m, s->f1, s->a1);
 }
 
+/* Unlink f1, which stays open: its last close, at the end, frees it. */
+static int st_unlink(struct fl_run *r, const struct fl_step *s)
+{
+	return sx_unlink(r->mp, fname[s->f1]);
+}
+
+static void m_unlink(struct fl_state *m, const struct fl_step *s)
+{
+	m->exists[s->f1] = false;
+}
+
 static int st_fsync(struct fl_run *r, const struct fl_step *s)
 {
 	return sx_fsync(r->mp, r->fd[s->f1]);
@@ -559,6 +572,7 @@ static const struct fl_step clone_steps[] = {
 	{ "fsync c", st_fsync, NULL, FL_DURABLE, 2 },
 	{ "punch c", st_punch, m_punch, FL_PARTIAL, 2, .a1 = 8, .a2 = 30 },
 	{ "truncate a", st_trunc, m_st_trunc, FL_MAYBE_NEW, 0, .a1 = 20 * BS + 100 },
+	{ "unlink b", st_unlink, m_unlink, 0, 1 },
 	{ "sync", st_sync, NULL, FL_DURABLE },
 };
 
@@ -1139,10 +1153,11 @@ int main(void)
 		{ "recover-swap" },
 		{ "recover-update" },
 		{ "recover-punch" },
+		{ "recover-clone" },
 	};
 	/* which workload each recovery workload cuts, and in which step */
 	static const struct { int wl, from, step; } rec[] = {
-		{ 4, 0, 1 }, { 5, 3, 3 }, { 6, 2, 6 },
+		{ 4, 0, 1 }, { 5, 3, 3 }, { 6, 2, 6 }, { 7, 2, 2 },
 	};
 	struct fl_state m0;
 	struct sx_bdev *base;
