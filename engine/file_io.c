@@ -776,7 +776,11 @@ SX_API s64 sx_pwrite(struct sx_mount *mp, int fd, const void *buf, u64 len, u64 
 out_unlock:
 	sx_iunlock(io.io_ip, SX_IOLOCK_EXCL);
 	sx_io_end(&io);
-	if (done)
+	/*
+	 * A write that shut the mount down fails, as every call after it
+	 * does: none of what it wrote can reach the disk any more.
+	 */
+	if (done && !(error && sx_is_shutdown(mp)))
 		return (s64)done;
 	return error;
 }

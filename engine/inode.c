@@ -125,10 +125,13 @@ static int sx_inode_verify(struct sx_mount *mp, const void *data)
 	return 0;
 }
 
+static void sx_inode_buf_cancel(struct sx_mount *mp, struct sx_buf *bp);
+
 const struct sx_buf_ops sx_inode_buf_ops = {
 	.bo_name = "inode",
 	.bo_magic = SX_INODE_MAGIC,
 	.bo_verify = sx_inode_verify,
+	.bo_cancel = sx_inode_buf_cancel,
 };
 
 /*
@@ -154,6 +157,41 @@ static void ino_decode(struct sx_inode *ip, const struct sx_dinode *di)
 	ip->i_nrecs = le64_to_cpu(di->di_nrecs);
 	ip->i_broot = le64_to_cpu(di->di_broot);
 	ip->i_blevel = le32_to_cpu(di->di_blevel);
+}
+
+/*
+ * Give the in-core core of a cached inode back what its block says, after
+ * a transaction that changed the core was cancelled.  Only the fields that
+ * differ are written: a field the transaction changed was changed under
+ * the locks its readers take (the ilock, and the iolock too for the
+ * flags), which this thread still holds; one it did not change may be
+ * read by another thread without the ilock (the mode, by every call on an
+ * open file), and rewriting it, even with its own value, would race.
+ */
+#define INO_RESTORE(field, val)			\
+	do {					\
+		if (ip->field != (val))		\
+			ip->field = (val);	\
+	} while (0)
+
+static void ino_restore(struct sx_inode *ip, const struct sx_dinode *di)
+{
+	INO_RESTORE(i_mode, le16_to_cpu(di->di_mode));
+	INO_RESTORE(i_format, le16_to_cpu(di->di_format));
+	INO_RESTORE(i_nlink, le32_to_cpu(di->di_nlink));
+	INO_RESTORE(i_uid, le32_to_cpu(di->di_uid));
+	INO_RESTORE(i_gid, le32_to_cpu(di->di_gid));
+	INO_RESTORE(i_size, le64_to_cpu(di->di_size));
+	INO_RESTORE(i_nblocks, le64_to_cpu(di->di_nblocks));
+	INO_RESTORE(i_gen, le64_to_cpu(di->di_gen));
+	INO_RESTORE(i_flags, le32_to_cpu(di->di_flags));
+	INO_RESTORE(i_atime, (s64)le64_to_cpu(di->di_atime));
+	INO_RESTORE(i_mtime, (s64)le64_to_cpu(di->di_mtime));
+	INO_RESTORE(i_ctime, (s64)le64_to_cpu(di->di_ctime));
+	INO_RESTORE(i_next_unlinked, le64_to_cpu(di->di_next_unlinked));
+	INO_RESTORE(i_nrecs, le64_to_cpu(di->di_nrecs));
+	INO_RESTORE(i_broot, le64_to_cpu(di->di_broot));
+	INO_RESTORE(i_blevel, le32_to_cpu(di->di_blevel));
 }
 
 /* Write the in-core core fields into an inode block (not di_next_unlinked). */
@@ -221,12 +259,32 @@ int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *
 int sx_inode_log(struct sx_trans *tp, struct sx_inode *ip)
 {
 	struct sx_buf *bp;
-	int error;
+	int error, error2;
 
 	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	error = sx_inode_get_buf(tp->t_mp, tp, ip, &bp);
-	if (error)
+	if (error) {
+		/*
+		 * The core may have changed in memory, and the cancel that
+		 * follows restores only the blocks it holds: put the core
+		 * back from the block now.  Only a block not joined yet can
+		 * fail for memory (and so is not locked by this transaction);
+		 * one that cannot be read, or is not what it should be,
+		 * leaves a core nothing can vouch for: stop.
+		 */
+		error2 = error;
+		if (error == -ENOMEM)
+			error2 = sx_inode_get_buf(tp->t_mp, NULL, ip, &bp);
+		if (error2) {
+			sx_force_shutdown(tp->t_mp, error2,
+					  "inode %llu could not be logged or restored",
+					  (unsigned long long)ip->i_ino);
+			return error;
+		}
+		ino_restore(ip, bp->b_data);
+		sx_buf_relse(bp);
 		return error;
+	}
 	ino_encode(ip, bp->b_data);
 	return sx_trans_log_buf(tp, bp, sizeof(struct sx_dblk_hdr), SX_DINODE_CORE - 1);
 }
@@ -295,6 +353,39 @@ static bool ic_get_not_zero(struct sx_atomic *a)
 		c = old;
 	}
 	return false;
+}
+
+/*
+ * A cancelled transaction restored an inode block: the in-core core, which
+ * the transaction changed in memory before logging it (sx_inode_log()),
+ * must say what the block says again, or the file would show, and a later
+ * transaction log, a change that never happened.  Only an inode whose
+ * ilock this thread holds can have been changed by the transaction (every
+ * change of a core is made under it); any other, like an unlinked list
+ * neighbour whose block was joined for its link, may be in the middle of
+ * a change of its own holder's, and is left alone.
+ */
+static void sx_inode_buf_cancel(struct sx_mount *mp, struct sx_buf *bp)
+{
+	struct sx_icache *ic = mp->m_icache;
+	struct sx_list *head, *pos;
+
+	if (!ic)
+		return;
+	head = ic_bucket(ic, bp->b_blkno);
+	sx_rcu_read_lock();
+	for (pos = sx_rcu_dereference(head->next); pos != head;
+	     pos = sx_rcu_dereference(pos->next)) {
+		struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
+
+		if (ip->i_ino != bp->b_blkno ||
+		    (sx_load_acquire(ip->i_iflags) & SX_IF_FREEING))
+			continue;
+		if (sx_mutex_is_held(&ip->i_ilock))
+			ino_restore(ip, bp->b_data);
+		break;
+	}
+	sx_rcu_read_unlock();
 }
 
 /* Set up the mount's inode cache and the unlinked list lock. */

@@ -307,22 +307,34 @@ u32 sx_log_outstanding_intents(struct sx_mount *mp)
 	return n;
 }
 
+/* Make room to remember one more record between tail and head (log lock held). */
+static int sx_log_grow_recinfo(struct sx_log *log)
+{
+	struct sx_log_recinfo *n;
+	u32 cap;
+
+	ASSERT(sx_mutex_is_held(&log->l_lock));
+	if (log->l_nrecs < log->l_recs_cap)
+		return 0;
+	cap = log->l_recs_cap ? log->l_recs_cap * 2 : 64;
+	n = sx_alloc(sizeof(*n) * cap, SX_NOFS);
+	if (!n)
+		return -ENOMEM;
+	if (log->l_nrecs)
+		memcpy(n, log->l_recs, sizeof(*n) * log->l_nrecs);
+	sx_free(log->l_recs);
+	log->l_recs = n;
+	log->l_recs_cap = cap;
+	return 0;
+}
+
 /* Remember a record between tail and head (log lock held). */
 static int sx_log_add_recinfo(struct sx_log *log, u64 lsn, u32 prev_crc)
 {
-	ASSERT(sx_mutex_is_held(&log->l_lock));
-	if (log->l_nrecs == log->l_recs_cap) {
-		u32 cap = log->l_recs_cap ? log->l_recs_cap * 2 : 64;
-		struct sx_log_recinfo *n = sx_alloc(sizeof(*n) * cap, SX_NOFS);
+	int error = sx_log_grow_recinfo(log);
 
-		if (!n)
-			return -ENOMEM;
-		if (log->l_nrecs)
-			memcpy(n, log->l_recs, sizeof(*n) * log->l_nrecs);
-		sx_free(log->l_recs);
-		log->l_recs = n;
-		log->l_recs_cap = cap;
-	}
+	if (error)
+		return error;
 	log->l_recs[log->l_nrecs].ri_lsn = lsn;
 	log->l_recs[log->l_nrecs].ri_prev_crc = prev_crc;
 	log->l_nrecs++;
@@ -463,6 +475,20 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	crc = sx_cksum(log->l_iobuf, (size_t)blocks * log->l_bsize);
 	rec->lr_crc = cpu_to_le32(crc);
 
+	/*
+	 * Room to remember the record is made before it is written: once it
+	 * may be on the device, the head and the space accounting must move
+	 * past it, and nothing after the write may fail.
+	 */
+	sx_mutex_lock(&log->l_lock);
+	error = sx_log_grow_recinfo(log);
+	sx_mutex_unlock(&log->l_lock);
+	if (error) {
+		sx_force_shutdown(mp, error, "no memory to track log record %llu",
+				  (unsigned long long)lsn);
+		return error;
+	}
+
 	error = sx_fault("log_write");
 	if (!error)
 		error = sx_dev_write(mp, log->l_start + log->l_head, blocks, log->l_iobuf, 0);
@@ -473,7 +499,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	}
 
 	sx_mutex_lock(&log->l_lock);
-	error = sx_log_add_recinfo(log, lsn, log->l_prev_crc);
+	/* the room made above: only forces (l_force_lock) add records */
+	VERIFY(sx_log_add_recinfo(log, lsn, log->l_prev_crc) == 0);
 	log->l_prev_crc = crc;
 	log->l_head += blocks;
 	if (log->l_head == log->l_size) {
@@ -485,11 +512,6 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	log->l_stats.ls_records++;
 	log->l_stats.ls_bytes += (u64)blocks * log->l_bsize;
 	sx_mutex_unlock(&log->l_lock);
-	if (error) {
-		sx_force_shutdown(mp, error, "no memory to track log record %llu",
-				  (unsigned long long)lsn);
-		return error;
-	}
 	*lsnp = lsn;
 	return 0;
 }

@@ -23,25 +23,95 @@
 /*
  * Memory.  SX_NOFS has no meaning here: there is no reclaim that could
  * recurse into us.
+ *
+ * Every allocation is counted so that a test can fail the nth one
+ * (sx_alloc_fail()) and see that a workload gave back all it took
+ * (as_live).  The counters are relaxed atomics: nothing is ordered by
+ * them.  The armed fault is read with one relaxed load and taken under a
+ * lock only while armed, so a disarmed allocation never contends.
  */
+static u64 sx_mem_calls;
+static u64 sx_mem_failed;
+static s64 sx_mem_live;
+
+static pthread_mutex_t sx_mem_fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool sx_mem_fault_armed;		/* read without the lock */
+static bool sx_mem_fault_forever;
+static u64 sx_mem_fault_countdown;	/* allocations left until the first failure */
+
+/* Whether this allocation is the one armed to fail (or one after it, forever). */
+static bool sx_mem_fault(void)
+{
+	bool fail = false;
+
+	__atomic_add_fetch(&sx_mem_calls, 1, __ATOMIC_RELAXED);
+	if (likely(!__atomic_load_n(&sx_mem_fault_armed, __ATOMIC_RELAXED)))
+		return false;
+	pthread_mutex_lock(&sx_mem_fault_lock);
+	if (sx_mem_fault_armed) {
+		if (sx_mem_fault_countdown > 1) {
+			sx_mem_fault_countdown--;
+		} else {
+			fail = true;
+			if (!sx_mem_fault_forever)
+				__atomic_store_n(&sx_mem_fault_armed, false, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&sx_mem_fault_lock);
+	if (fail)
+		__atomic_add_fetch(&sx_mem_failed, 1, __ATOMIC_RELAXED);
+	return fail;
+}
+
+/* Count a pointer handed out. */
+static void *sx_mem_got(void *p)
+{
+	if (p)
+		__atomic_add_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
+	return p;
+}
 
 /* Allocate @size bytes; never returns a valid pointer for a failed request. */
 void *sx_alloc(size_t size, unsigned int flags)
 {
+	if (sx_mem_fault())
+		return NULL;
 	/* malloc(0) may return NULL, which callers would read as -ENOMEM */
-	return malloc(size ? size : 1);
+	return sx_mem_got(malloc(size ? size : 1));
 }
 
 /* Allocate @size zeroed bytes. */
 void *sx_zalloc(size_t size, unsigned int flags)
 {
-	return calloc(1, size ? size : 1);
+	if (sx_mem_fault())
+		return NULL;
+	return sx_mem_got(calloc(1, size ? size : 1));
 }
 
 /* Free memory from sx_alloc()/sx_zalloc(). */
 void sx_free(void *p)
 {
+	if (p)
+		__atomic_sub_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
 	free(p);
+}
+
+/* Fail the @nth allocation from now, once or from then on; 0 disarms. */
+void sx_alloc_fail(u64 nth, bool forever)
+{
+	pthread_mutex_lock(&sx_mem_fault_lock);
+	sx_mem_fault_countdown = nth;
+	sx_mem_fault_forever = forever;
+	__atomic_store_n(&sx_mem_fault_armed, nth != 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sx_mem_fault_lock);
+}
+
+/* Copy the allocation counters. */
+void sx_alloc_get_stats(struct sx_alloc_stats *st)
+{
+	st->as_calls = __atomic_load_n(&sx_mem_calls, __ATOMIC_RELAXED);
+	st->as_failed = __atomic_load_n(&sx_mem_failed, __ATOMIC_RELAXED);
+	st->as_live = __atomic_load_n(&sx_mem_live, __ATOMIC_RELAXED);
 }
 
 /*

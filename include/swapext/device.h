@@ -137,4 +137,25 @@ SX_API uint64_t sx_fault_hits(const char *site);
  */
 SX_API void sx_fault_set_hook(void (*fn)(void *arg, const char *site), void *arg);
 
+/*
+ * Allocation faults.  Every sx_alloc()/sx_zalloc() the engine makes is
+ * counted, and a test can make one of them, or all from one on, return
+ * NULL as an exhausted kernel allocator would.  The user library only: the
+ * kernel module has the kernel's own fault injection (failslab).
+ */
+struct sx_alloc_stats {
+	uint64_t	as_calls;	/* allocations asked for since the program started */
+	uint64_t	as_failed;	/* of them, failed by sx_alloc_fail() */
+	int64_t		as_live;	/* allocated and not yet freed (sx_free) */
+};
+
+/**
+ * sx_alloc_fail() - make the @nth allocation from now (1-based) fail, once
+ * or, with @forever, every one from then on; @nth 0 disarms.  Thread-safe;
+ * a disarmed allocation pays one relaxed atomic load for the check.
+ */
+SX_API void sx_alloc_fail(uint64_t nth, bool forever);
+/** sx_alloc_get_stats() - copy the allocation counters */
+SX_API void sx_alloc_get_stats(struct sx_alloc_stats *st);
+
 #endif /* SWAPEXT_DEVICE_H */
