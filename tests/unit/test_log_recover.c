@@ -1,0 +1,915 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Log recovery's refusals and edges, with logs written by the engine and
+ * then rewritten here (CRC recomputed, so only recovery's own checks stand
+ * between the damage and the disk): malformed buffer ops, a replay that
+ * makes a block of no known type, intents that are unknown, short, repeated,
+ * never finished or whose items do not decode (EFI, CUI, BUI, and the
+ * deferred-op payload around them), an epoch that goes backwards, a
+ * superblock whose epoch is behind its log, a replay of more blocks than
+ * recovery holds at once, and read errors anywhere in a recovering mount.
+ * Also the item registry's own checks.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "sxtest.h"
+#include "sxtext.h"
+#include "log_recover.h"
+#include "sb.h"
+#include "inode.h"
+#include "file.h"
+#include "bmap.h"
+#include "defer.h"
+#include "item_bmap.h"
+#include "item_efi.h"
+#include "item_refc.h"
+#include "refcount.h"
+#include <swapext/device.h>
+
+#define MIB		(1ull << 20)
+#define BS		4096u
+
+/*
+ * The engine's messages since the last msgs_expect(): a refusal must be the
+ * one the test provoked, not some other check that happens to fail first.
+ */
+static struct sxt_text msgs;
+
+static void msg_cb(void *arg, enum sx_log_level level, const char *msg)
+{
+	if (level > SX_LOG_WARN)
+		return;
+	sxt_text_line(&msgs, "%s", msg);
+	if (getenv("SX_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", msg);
+}
+
+/* The messages since the last call include @s; forget them. */
+static void msgs_expect(const char *s)
+{
+	if (s && !sxt_text_has(&msgs, s))
+		fail_msg("no engine message with \"%s\"; got:\n%s", s,
+			 msgs.text ? msgs.text : "(none)");
+	sxt_text_free(&msgs);
+}
+
+/* First free data block (mkfs takes fsinfo and the root directory's inode). */
+static u64 data0(struct sx_mount *mp)
+{
+	return mp->m_sb.sb_datastart + 2;
+}
+
+/* Write test block @blkno at @gen in its own transaction. */
+static void put_tblock(struct sx_mount *mp, u64 blkno, u64 gen, u32 flags)
+{
+	struct sx_trans *tp;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), flags, &tp), 0);
+	assert_int_equal(sxt_tblock_write(tp, blkno, gen), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+}
+
+/* Log one item of @type in a transaction of its own, durable at once. */
+static void log_item(struct sx_mount *mp, u16 type, const void *payload, u32 len)
+{
+	struct sx_trans *tp;
+
+	assert_int_equal(sx_trans_alloc(mp, 4096, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sx_trans_log_item(tp, type, payload, len), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+}
+
+/* Lose power: nothing more reaches the device, the log needs recovery. */
+static void crash(struct sx_mount *mp)
+{
+	sx_shutdown(mp);
+	sx_unmount(mp);
+}
+
+/* ------------------------------------------------------------ records */
+
+/* A record read off the device to be rewritten, its CRC recomputed. */
+struct xrec {
+	struct sx_bdev	*bd;
+	u64		off;		/* byte offset on the device */
+	u32		bytes;
+	u8		*buf;
+};
+
+/* Read the record at @lsn. */
+static void rec_get(struct sx_bdev *bd, u64 lsn, struct xrec *r)
+{
+	struct sx_sb sb;
+	struct sx_dlog_rec hdr;
+
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	r->bd = bd;
+	r->off = (sb.sb_logstart + SX_LSN_BLOCK(lsn)) * (u64)sb.sb_blocksize;
+	sxt_bdev_peek(bd, r->off, &hdr, sizeof(hdr));
+	assert_int_equal(le32_to_cpu(hdr.lr_magic), SX_LOG_MAGIC);
+	assert_int_equal(le64_to_cpu(hdr.lr_lsn), lsn);
+	r->bytes = le32_to_cpu(hdr.lr_blocks) * sb.sb_blocksize;
+	r->buf = malloc(r->bytes);
+	assert_non_null(r->buf);
+	sxt_bdev_peek(bd, r->off, r->buf, r->bytes);
+}
+
+static struct sx_dlog_rec *rec_hdr(struct xrec *r)
+{
+	return (struct sx_dlog_rec *)r->buf;
+}
+
+/* Op @i of the record. */
+static struct sx_dlog_op *rec_op(struct xrec *r, u32 i)
+{
+	u8 *p = r->buf + sizeof(struct sx_dlog_rec);
+
+	assert_true(i < le32_to_cpu(rec_hdr(r)->lr_nops));
+	while (i--)
+		p += sizeof(struct sx_dlog_op) +
+		     sx_roundup(le32_to_cpu(((struct sx_dlog_op *)p)->lo_len), SX_LOG_OP_ALIGN);
+	return (struct sx_dlog_op *)p;
+}
+
+/* The first op of @type (the test fails if there is none). */
+static struct sx_dlog_op *rec_find(struct xrec *r, u16 type, u32 nth)
+{
+	u32 i, n = le32_to_cpu(rec_hdr(r)->lr_nops);
+
+	for (i = 0; i < n; i++)
+		if (le16_to_cpu(rec_op(r, i)->lo_type) == type && nth-- == 0)
+			return rec_op(r, i);
+	fail_msg("no op of type 0x%x in the record", type);
+	return NULL;
+}
+
+/*
+ * Give @op a payload of @len bytes, moving the ops after it, so that the
+ * record stays well formed (sx_log_rec_walk_ops() accepts it).
+ */
+static void rec_resize_op(struct xrec *r, struct sx_dlog_op *op, u32 len)
+{
+	struct sx_dlog_rec *rec = rec_hdr(r);
+	u8 *payload = (u8 *)(op + 1);
+	u8 *end = r->buf + sizeof(*rec) + le32_to_cpu(rec->lr_len);
+	u32 oldpad = sx_roundup(le32_to_cpu(op->lo_len), SX_LOG_OP_ALIGN);
+	u32 newpad = sx_roundup(len, SX_LOG_OP_ALIGN);
+
+	assert_true(end - r->buf + newpad - oldpad <= r->bytes);
+	memmove(payload + newpad, payload + oldpad, end - (payload + oldpad));
+	if (newpad < oldpad)
+		memset(end - (oldpad - newpad), 0, oldpad - newpad);
+	rec->lr_len = cpu_to_le32(le32_to_cpu(rec->lr_len) + newpad - oldpad);
+	op->lo_len = cpu_to_le32(len);
+}
+
+/* Write the record back with a CRC that matches what it now says. */
+static void rec_put(struct xrec *r)
+{
+	struct sx_dlog_rec *rec = rec_hdr(r);
+
+	rec->lr_crc = cpu_to_le32(sx_cksum_skip(r->buf, r->bytes,
+						offsetof(struct sx_dlog_rec, lr_crc)));
+	sxt_bdev_poke(r->bd, r->off, r->buf, r->bytes);
+	free(r->buf);
+	r->buf = NULL;
+}
+
+/*
+ * An image whose log ends with one record that changes test block @b to
+ * generation 1 (ops: the BUF of the whole block, TRANS_END); *@lsn is it.
+ */
+static struct sx_bdev *tblock_image(u64 *b, u64 *lsn)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+
+	*b = data0(mp);
+	*lsn = sx_log_head(mp);
+	put_tblock(mp, *b, 1, SX_TRANS_SYNC);
+	crash(mp);
+	return bd;
+}
+
+/*
+ * The mount of @bd is refused as corrupt and writes nothing: recovery
+ * checks before it replays.  A second try is refused the same way.
+ */
+static void refused_untouched(struct sx_bdev *bd, const char *why)
+{
+	struct sx_mount *mp;
+	u64 before = sxt_bdev_digest(bd);
+
+	msgs_expect(NULL);
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	msgs_expect(why);
+	assert_int_equal(sxt_bdev_digest(bd), before);
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	msgs_expect(why);
+}
+
+/* The unchanged image recovers: what the tests below break was the cause. */
+static void test_control_recovers(void **state)
+{
+	u64 b, lsn, gen;
+	struct sx_bdev *bd = tblock_image(&b, &lsn);
+	struct sx_mount *mp;
+	struct xrec r;
+
+	/* rewriting a record unchanged keeps it valid */
+	rec_get(bd, lsn, &r);
+	rec_put(&r);
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 1);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/* Each malformed field of a BUF op, in a record whose CRC is good, is refused. */
+static void test_bad_buf_ops(void **state)
+{
+	enum { SHORT, LOW, HIGH, FLAGS, NREGIONS, ZERO_REGION, REGION_PAST, SIZE_MISMATCH, NCASES };
+	u64 b, lsn;
+	struct sx_bdev *good = tblock_image(&b, &lsn);
+	struct sx_sb sb;
+	static const char *const why[NCASES] = {
+		[SHORT] = "len < sizeof(*lb)",
+		[LOW] = "blkno < mp->m_sb.sb_bmapstart",
+		[HIGH] = "blkno >= mp->m_sb.sb_dblocks",
+		[FLAGS] = "le32_to_cpu(lb->lb_flags) & ~SX_LB_FLAGS_ALL",
+		[NREGIONS] = "(u64)nreg * sizeof(*rg) > len - sizeof(*lb)",
+		[ZERO_REGION] = "rlen == 0 ||",
+		[REGION_PAST] = "(u64)off + rlen > mp->m_bsize",
+		[SIZE_MISMATCH] = "need != len",
+	};
+	int c;
+
+	assert_int_equal(sx_sb_read(NULL, good, &sb, NULL), 0);
+	for (c = 0; c < NCASES; c++) {
+		struct sx_bdev *bd = sxt_bdev_copy(good);
+		struct sx_dlog_op *op;
+		struct sx_dlog_buf *lb;
+		struct sx_dlog_region *rg;
+		struct xrec r;
+
+		rec_get(bd, lsn, &r);
+		op = rec_find(&r, SX_LOG_OP_BUF, 0);
+		lb = (struct sx_dlog_buf *)(op + 1);
+		rg = (struct sx_dlog_region *)(lb + 1);
+		assert_int_equal(le64_to_cpu(lb->lb_blkno), b);
+		assert_int_equal(le16_to_cpu(lb->lb_nregions), 1);
+		switch (c) {
+		case SHORT:		/* too short for its own header */
+			rec_resize_op(&r, op, sizeof(*lb) - 8);
+			break;
+		case LOW:		/* the superblock or the log */
+			lb->lb_blkno = cpu_to_le64(sb.sb_bmapstart - 1);
+			break;
+		case HIGH:
+			lb->lb_blkno = cpu_to_le64(sb.sb_dblocks);
+			break;
+		case FLAGS:
+			lb->lb_flags = cpu_to_le32(0x100);
+			break;
+		case NREGIONS:		/* more region headers than bytes */
+			lb->lb_nregions = cpu_to_le16(1000);
+			break;
+		case ZERO_REGION:
+			rg->lg_len = 0;
+			break;
+		case REGION_PAST:	/* the region runs past the block's end */
+			rg->lg_off = cpu_to_le32(8);
+			break;
+		case SIZE_MISMATCH:	/* the regions say fewer bytes than the op has */
+			rg->lg_len = cpu_to_le32(BS - 8);
+			break;
+		}
+		rec_put(&r);
+		refused_untouched(bd, why[c]);
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(good);
+}
+
+/*
+ * A replay that leaves a block with no known magic is refused before
+ * anything of the replay is written.
+ */
+static void test_replay_unknown_magic(void **state)
+{
+	u64 b, lsn;
+	struct sx_bdev *bd = tblock_image(&b, &lsn);
+	struct sx_dlog_op *op;
+	struct sx_dlog_buf *lb;
+	struct sx_dblk_hdr *hdr;
+	struct xrec r;
+
+	rec_get(bd, lsn, &r);
+	op = rec_find(&r, SX_LOG_OP_BUF, 0);
+	lb = (struct sx_dlog_buf *)(op + 1);
+	/* the region is the whole block, header first */
+	hdr = (struct sx_dblk_hdr *)((u8 *)(lb + 1) + sizeof(struct sx_dlog_region));
+	assert_int_equal(le32_to_cpu(hdr->bh_magic), SXT_TB_MAGIC);
+	hdr->bh_magic = cpu_to_le32(0x0badf00d);
+	rec_put(&r);
+	refused_untouched(bd, "a block of no known type (magic 0x0badf00d)");
+	sx_bdev_destroy(bd);
+}
+
+/* ------------------------------------------------------------ intents */
+
+/* Intent and done types of this file's own items (free numbers below the test types). */
+#define XT_INTENT	0x70
+#define XT_DONE		0x71
+#define XT_LAZY		0x72	/* an intent whose recovery forgets its done item */
+#define XT_LAZY_DONE	0x73
+
+static u32 xt_recovered;
+
+/* Finish an XT_INTENT: log its done item, which is all its work. */
+static int xt_recover(const struct sx_item_ops *ops, struct sx_mount *mp,
+		      const struct sx_recovered_intent *ri)
+{
+	struct sx_dlog_intent done = { .li_id = cpu_to_le64(ri->ri_id) };
+	struct sx_trans *tp;
+	int error;
+
+	xt_recovered++;
+	error = sx_trans_alloc(mp, 1024, 0, &tp);
+	if (error)
+		return error;
+	error = sx_trans_log_item(tp, ops->io_done_type, &done, sizeof(done));
+	if (error) {
+		sx_trans_cancel(tp);
+		return error;
+	}
+	return sx_trans_commit(tp);
+}
+
+/* A buggy recovery: says it finished the intent, logs nothing. */
+static int xt_lazy_recover(const struct sx_item_ops *ops, struct sx_mount *mp,
+			   const struct sx_recovered_intent *ri)
+{
+	xt_recovered++;
+	return 0;
+}
+
+static const struct sx_item_ops xt_intent_ops = {
+	.io_type = XT_INTENT, .io_done_type = XT_DONE, .io_name = "XT",
+	.io_recover = xt_recover,
+};
+static const struct sx_item_ops xt_done_ops = { .io_type = XT_DONE };
+static const struct sx_item_ops xt_lazy_ops = {
+	.io_type = XT_LAZY, .io_done_type = XT_LAZY_DONE, .io_recover = xt_lazy_recover,
+};
+static const struct sx_item_ops xt_lazy_done_ops = { .io_type = XT_LAZY_DONE };
+
+/* The registry checks what it is given and names every type. */
+static void test_item_registry(void **state)
+{
+	struct sx_item_ops bad = xt_intent_ops;
+
+	assert_int_equal(sx_item_register(NULL), -EINVAL);
+	bad.io_type = 0;
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	bad.io_type = SX_LOG_OP_MAX;
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	bad.io_type = SX_LOG_OP_BUF;
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	bad.io_type = SX_LOG_OP_TRANS_END;
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	bad = xt_intent_ops;
+	bad.io_done_type = SX_LOG_OP_MAX;
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	bad.io_done_type = XT_INTENT;		/* its own done type */
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	bad = xt_intent_ops;
+	bad.io_recover = NULL;			/* an intent recovery cannot finish */
+	assert_int_equal(sx_item_register(&bad), -EINVAL);
+	assert_null(sx_item_lookup(XT_INTENT));
+
+	assert_int_equal(sx_item_register(&xt_intent_ops), 0);
+	assert_int_equal(sx_item_register(&xt_intent_ops), -EEXIST);
+	/* only the registered table is forgotten */
+	sx_item_unregister(&bad);
+	assert_ptr_equal(sx_item_lookup(XT_INTENT), &xt_intent_ops);
+	assert_true(sx_item_is_intent(XT_INTENT));
+	assert_true(sx_item_is_done(XT_DONE));
+	assert_false(sx_item_is_done(0));
+	assert_false(sx_item_is_done(XT_INTENT));
+	assert_string_equal(sx_item_name(XT_INTENT), "XT");
+	assert_string_equal(sx_item_name(SX_LOG_OP_EFI), "EFI");
+	assert_string_equal(sx_item_name(XT_LAZY), "UNKNOWN");
+	assert_string_equal(sx_item_name(0xffff), "UNKNOWN");
+	assert_null(sx_item_lookup(0xffff));
+	sx_item_unregister(&xt_intent_ops);
+	assert_null(sx_item_lookup(XT_INTENT));
+	assert_false(sx_item_is_intent(XT_INTENT));
+	sx_item_unregister(NULL);
+}
+
+/* An image with one unfinished XT intent of id @id. */
+static struct sx_bdev *xt_image(u16 type, u64 *lsn)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_dlog_intent li = { 0 };
+
+	li.li_id = cpu_to_le64(sx_log_next_intent_id(mp));
+	li.li_nitems = cpu_to_le32(1);
+	*lsn = sx_log_head(mp);
+	log_item(mp, type, &li, sizeof(li));
+	crash(mp);
+	return bd;
+}
+
+/*
+ * A log holding an item type this engine does not know is refused: it
+ * cannot be finished, and skipping it could lose work.  The engine that
+ * knows the type recovers the same log.
+ */
+static void test_unknown_item_type(void **state)
+{
+	struct sx_bdev *bd;
+	struct sx_mount *mp;
+	u64 lsn;
+
+	assert_int_equal(sx_item_register(&xt_intent_ops), 0);
+	assert_int_equal(sx_item_register(&xt_done_ops), 0);
+	bd = xt_image(XT_INTENT, &lsn);
+	sx_item_unregister(&xt_done_ops);
+	sx_item_unregister(&xt_intent_ops);
+	refused_untouched(bd, "item type 0x70 that this engine does not know");
+
+	assert_int_equal(sx_item_register(&xt_intent_ops), 0);
+	assert_int_equal(sx_item_register(&xt_done_ops), 0);
+	xt_recovered = 0;
+	mp = sxt_mount(bd);
+	assert_int_equal(xt_recovered, 1);
+	assert_int_equal(mp->m_rstats.rs_intents, 1);
+	assert_int_equal(sx_log_outstanding_intents(mp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_item_unregister(&xt_done_ops);
+	sx_item_unregister(&xt_intent_ops);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * An intent's recovery that returns success without logging the done item
+ * fails the mount: the intent would otherwise pin the log's tail forever.
+ */
+static void test_intent_left_unfinished(void **state)
+{
+	struct sx_bdev *bd;
+	struct sx_mount *mp;
+	u64 lsn;
+
+	assert_int_equal(sx_item_register(&xt_lazy_ops), 0);
+	assert_int_equal(sx_item_register(&xt_lazy_done_ops), 0);
+	bd = xt_image(XT_LAZY, &lsn);
+	xt_recovered = 0;
+	msgs_expect(NULL);
+	assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+	msgs_expect("recovered intents were not finished by done items");
+	assert_int_equal(xt_recovered, 1);
+	sx_item_unregister(&xt_lazy_done_ops);
+	sx_item_unregister(&xt_lazy_ops);
+	sx_bdev_destroy(bd);
+}
+
+/* An intent op too short for the intent header is refused. */
+static void test_intent_too_short(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct xrec r;
+	u64 lsn = sx_log_head(mp), id;
+
+	assert_int_equal(sx_trans_alloc(mp, 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, data0(mp), 3, &id), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	crash(mp);
+	rec_get(bd, lsn, &r);
+	rec_resize_op(&r, rec_find(&r, SX_LOG_OP_TEST_INTENT, 0),
+		      sizeof(struct sx_dlog_intent) - 8);
+	rec_put(&r);
+	refused_untouched(bd, "len < sizeof(*li)");
+	sx_bdev_destroy(bd);
+}
+
+/* Two unfinished intents with one id are refused: a done item could not say which. */
+static void test_intent_id_repeated(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_dlog_intent *li0, *li1;
+	struct sx_trans *tp;
+	struct xrec r;
+	u64 lsn = sx_log_head(mp), id0, id1, gen;
+
+	assert_int_equal(sx_trans_alloc(mp, 2048, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, data0(mp), 3, &id0), 0);
+	assert_int_equal(sxt_log_test_intent(tp, data0(mp) + 1, 4, &id1), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	crash(mp);
+	{
+		/* control: as logged, both are finished */
+		struct sx_bdev *copy = sxt_bdev_copy(bd);
+
+		mp = sxt_mount(copy);
+		assert_int_equal(sxt_tblock_read(mp, data0(mp) + 1, &gen), 0);
+		assert_int_equal(gen, 4);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(copy);
+	}
+	rec_get(bd, lsn, &r);
+	li0 = (struct sx_dlog_intent *)(rec_find(&r, SX_LOG_OP_TEST_INTENT, 0) + 1);
+	li1 = (struct sx_dlog_intent *)(rec_find(&r, SX_LOG_OP_TEST_INTENT, 1) + 1);
+	assert_int_equal(le64_to_cpu(li0->li_id), id0);
+	li1->li_id = li0->li_id;
+	rec_put(&r);
+	refused_untouched(bd, "ri != NULL");
+	sx_bdev_destroy(bd);
+}
+
+/* ------------------------------------------------------------ deferred items */
+
+/* An intent of a deferred type: header and up to 4 items of any log size. */
+struct dintent {
+	struct sx_dlog_intent	hdr;
+	u8			items[4 * 40];
+};
+
+/*
+ * Log @len bytes of @di as an intent of @type on a fresh image (with
+ * @prep's setup first), crash, and return the mount's result; on success
+ * *@mpp is the mount.
+ */
+static int recover_intent(struct sx_bdev *bd, u16 type, struct dintent *di, u32 len,
+			  struct sx_mount **mpp)
+{
+	struct sx_mount *mp = sxt_mount(bd);
+
+	di->hdr.li_id = cpu_to_le64(sx_log_next_intent_id(mp));
+	log_item(mp, type, di, len);
+	crash(mp);
+	*mpp = NULL;
+	msgs_expect(NULL);
+	return sx_mount(bd, NULL, mpp);
+}
+
+/* Allocate @len blocks in one extent; return its start. */
+static u64 alloc_blocks(struct sx_mount *mp, u32 len)
+{
+	struct sx_trans *tp;
+	u64 bno;
+	u32 got;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_alloc_extent(tp, 0, len, len, &bno, &got), 0);
+	assert_int_equal(got, len);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	return bno;
+}
+
+/* The payload around the items: length, item count and padding are checked. */
+static void test_defer_payload_checked(void **state)
+{
+	enum { NOITEMS, TOOMANY, LENGTH, PAD, NCASES };
+	struct sx_bdev *bd0 = sxt_memfs(8 * MIB, BS, 0), *bd;
+	struct sx_mount *mp = sxt_mount(bd0);
+	struct sx_dlog_efi *ef;
+	struct dintent di;
+	u64 bno = alloc_blocks(mp, 4), free0 = sx_alloc_free_blocks(mp);
+	u32 len;
+	int c;
+
+	assert_int_equal(sx_unmount(mp), 0);
+	for (c = 0; c <= NCASES; c++) {
+		memset(&di, 0, sizeof(di));
+		ef = (struct sx_dlog_efi *)di.items;
+		ef->ef_startblock = cpu_to_le64(bno);
+		ef->ef_blockcount = cpu_to_le32(4);
+		di.hdr.li_nitems = cpu_to_le32(1);
+		len = sizeof(di.hdr) + sizeof(*ef);
+		switch (c) {
+		case NOITEMS:
+			di.hdr.li_nitems = 0;
+			break;
+		case TOOMANY:
+			di.hdr.li_nitems = cpu_to_le32(1000);
+			break;
+		case LENGTH:
+			len += 8;
+			break;
+		case PAD:
+			di.hdr.li_pad = cpu_to_le32(1);
+			break;
+		}
+		bd = sxt_bdev_copy(bd0);
+		if (c == NCASES) {
+			/* control: as it should be, the EFI frees the four blocks */
+			assert_int_equal(recover_intent(bd, SX_LOG_OP_EFI, &di, len, &mp), 0);
+			assert_int_equal(mp->m_rstats.rs_intents, 1);
+			assert_int_equal(sx_alloc_free_blocks(mp), free0 + 4);
+			assert_int_equal(sx_unmount(mp), 0);
+		} else {
+			assert_int_equal(recover_intent(bd, SX_LOG_OP_EFI, &di, len, &mp),
+					 -EFSCORRUPTED);
+			msgs_expect("failed validation");
+			/* the intent is still owed: the next mount refuses it too */
+			assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
+		}
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(bd0);
+}
+
+/* Each bad field of a logged EFI item is refused before anything is freed. */
+static void test_efi_item_checked(void **state)
+{
+	struct sx_bdev *bd0 = sxt_memfs(8 * MIB, BS, 0), *bd;
+	struct sx_mount *mp = sxt_mount(bd0);
+	u64 bno = alloc_blocks(mp, 4), ds = mp->m_sb.sb_datastart, db = mp->m_sb.sb_dblocks;
+	const struct {
+		u64	start;
+		u32	count;
+		u32	pad;
+	} bad[] = {
+		{ bno, 4, 1 },			/* padding not zero */
+		{ bno, 0, 0 },			/* empty */
+		{ ds - 1, 1, 0 },		/* below the data area */
+		{ db, 1, 0 },			/* past the device */
+		{ db - 2, 4, 0 },		/* runs past the device */
+	};
+	struct dintent di;
+	u32 i;
+
+	assert_int_equal(sx_unmount(mp), 0);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct sx_dlog_efi *ef = (struct sx_dlog_efi *)di.items;
+
+		memset(&di, 0, sizeof(di));
+		di.hdr.li_nitems = cpu_to_le32(1);
+		ef->ef_startblock = cpu_to_le64(bad[i].start);
+		ef->ef_blockcount = cpu_to_le32(bad[i].count);
+		ef->ef_pad = cpu_to_le32(bad[i].pad);
+		bd = sxt_bdev_copy(bd0);
+		assert_int_equal(recover_intent(bd, SX_LOG_OP_EFI, &di,
+						sizeof(di.hdr) + sizeof(*ef), &mp),
+				 -EFSCORRUPTED);
+		msgs_expect("failed in sx_efi_decode");
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(bd0);
+}
+
+/* Each bad field of a logged CUI item is refused; a good one is finished. */
+static void test_cui_item_checked(void **state)
+{
+	struct sx_bdev *bd0 = sxt_memfs(8 * MIB, BS, 0), *bd;
+	struct sx_mount *mp = sxt_mount(bd0);
+	u64 bno = alloc_blocks(mp, 4), ds = mp->m_sb.sb_datastart, db = mp->m_sb.sb_dblocks;
+	const struct {
+		u64	start;
+		u32	count;
+		u32	op;
+	} cases[] = {
+		{ bno, 4, 3 },				/* no such op */
+		{ bno, 0, SX_CUI_INCREASE },		/* empty */
+		{ bno, SX_BMAP_MAXLEN + 1, SX_CUI_INCREASE },	/* longer than a mapping */
+		{ ds - 1, 1, SX_CUI_INCREASE },		/* below the data area */
+		{ db, 1, SX_CUI_INCREASE },		/* past the device */
+		{ db - 2, 4, SX_CUI_DECREASE },		/* runs past the device */
+		{ bno, 4, SX_CUI_INCREASE },		/* control: good */
+	};
+	struct dintent di;
+	u32 i, n = ARRAY_SIZE(cases), count;
+
+	assert_int_equal(sx_unmount(mp), 0);
+	for (i = 0; i < n; i++) {
+		struct sx_dlog_cui *lc = (struct sx_dlog_cui *)di.items;
+		int error;
+
+		memset(&di, 0, sizeof(di));
+		di.hdr.li_nitems = cpu_to_le32(1);
+		lc->cu_startblock = cpu_to_le64(cases[i].start);
+		lc->cu_blockcount = cpu_to_le32(cases[i].count);
+		lc->cu_op = cpu_to_le32(cases[i].op);
+		bd = sxt_bdev_copy(bd0);
+		error = recover_intent(bd, SX_LOG_OP_CUI, &di, sizeof(di.hdr) + sizeof(*lc), &mp);
+		if (i < n - 1) {
+			assert_int_equal(error, -EFSCORRUPTED);
+			msgs_expect("failed in sx_cui_decode");
+		} else {
+			/* the good one gave the blocks a second owner */
+			assert_int_equal(error, 0);
+			assert_int_equal(sx_refcount_get(mp, bno, &count), 0);
+			assert_int_equal(count, 2);
+			assert_int_equal(sx_unmount(mp), 0);
+		}
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(bd0);
+}
+
+/* ------------------------------------------------------------ the scan */
+
+/*
+ * A record whose epoch is older than the one before it ends the log: it
+ * was written by an earlier mount, so it is stale, whatever its CRC says.
+ */
+static void test_epoch_backwards(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_recovery_stats rs;
+	struct xrec r;
+	u64 b = data0(mp), lsn1, gen;
+
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	lsn1 = sx_log_head(mp);
+	put_tblock(mp, b, 2, SX_TRANS_SYNC);
+	crash(mp);
+	rec_get(bd, lsn1, &r);
+	assert_int_equal(le32_to_cpu(rec_hdr(&r)->lr_epoch), 1);
+	rec_hdr(&r)->lr_epoch = 0;
+	rec_put(&r);
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_records, 1);
+	assert_int_equal(rs.rs_stop_reason, SX_LOG_STOP_EPOCH);
+	assert_string_equal(sx_log_stop_name(rs.rs_stop_reason), "epoch went backwards");
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 1);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A superblock whose epoch is behind the records of its log (an older copy
+ * that won, say) must not give the next mount an epoch the log already
+ * used: intent ids carry the epoch, and a repeated id could pair a new
+ * intent with an old done item.
+ */
+static void test_sb_epoch_behind_log(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct sx_sb sb;
+	u64 b = data0(mp), id, gen;
+
+	/* an epoch-1 intent, finished by recovery: its id is in the log */
+	assert_int_equal(sx_trans_alloc(mp, 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, b, 9, &id), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(id >> 32, 1);
+	crash(mp);
+	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
+	assert_int_equal(sb.sb_log_epoch, 1);
+	sb.sb_log_epoch = 0;
+	assert_int_equal(sx_sb_write(bd, &sb), 0);
+
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 9);
+	assert_true(sx_log_next_intent_id(mp) >> 32 > 1);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A log that changes more blocks than recovery holds at once (8192) is
+ * replayed in batches: blocks written back in the middle of the replay
+ * still take the later changes of the log, and lose none.
+ */
+static void test_replay_in_batches(void **state)
+{
+	enum { NBLK = 8300, NAGAIN = 100, PER_TRANS = 64 };
+	struct sx_bdev *bd = sxt_memfs(32 * MIB, 512, 16384);
+	/* cache and log hold the whole workload: nothing moves the tail */
+	struct sx_mount_opts mo = { .mo_bcache_max = 2 * NBLK };
+	struct sx_mount *mp;
+	struct sx_recovery_stats rs;
+	struct sx_trans *tp;
+	u64 b, gen;
+	u32 i, j;
+
+	assert_int_equal(sx_mount(bd, &mo, &mp), 0);
+	b = data0(mp);
+	for (i = 0; i < NBLK; i += PER_TRANS) {
+		assert_int_equal(sx_trans_alloc(mp, PER_TRANS * sx_trans_buf_bytes(mp), 0, &tp), 0);
+		for (j = i; j < NBLK && j < i + PER_TRANS; j++)
+			assert_int_equal(sxt_tblock_write(tp, b + j, 1), 0);
+		assert_int_equal(sx_trans_commit(tp), 0);
+	}
+	assert_int_equal(sx_trans_alloc(mp, NAGAIN * sx_trans_buf_bytes(mp), 0, &tp), 0);
+	for (i = 0; i < NAGAIN; i++)
+		assert_int_equal(sxt_tblock_update(tp, b + i, 2), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_log_force(mp), 0);
+	crash(mp);
+
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	/* the whole workload was still in the log */
+	assert_int_equal(rs.rs_bufs_replayed + rs.rs_bufs_skipped, NBLK + NAGAIN);
+	for (i = 0; i < NBLK; i++) {
+		assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
+		assert_int_equal(gen, i < NAGAIN ? 2 : 1);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A read error anywhere in the mount of a log that needs recovery (the
+ * superblock, the log's records, the blocks being replayed, the bitmap,
+ * the intents' work) fails the mount with the error; the same image then
+ * recovers in full on a device that reads again.
+ */
+static void test_read_errors_in_recovery(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0), *img, *cbd;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_crashdev *cd;
+	struct sx_trans *tp;
+	u64 b = data0(mp), id, gen, n;
+	int error = -1;
+
+	/* records of one and of two blocks, and an unfinished intent */
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	assert_int_equal(sx_trans_alloc(mp, 4 * sx_trans_buf_bytes(mp), SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_tblock_write(tp, b + 1, 2), 0);
+	assert_int_equal(sxt_tblock_write(tp, b + 2, 3), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_trans_alloc(mp, 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, b + 3, 4, &id), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	crash(mp);
+
+	for (n = 1; error; n++) {
+		assert_true(n < 10000);
+		img = sxt_bdev_copy(bd);
+		assert_int_equal(sx_crashdev_create(img, n, &cbd, &cd), 0);
+		sx_crashdev_fail(cd, SX_IO_READ, n, true, -EIO);
+		error = sx_mount(cbd, NULL, &mp);
+		if (!error) {
+			/* n is past the mount's last read: nothing failed */
+			struct sx_crashdev_stats st;
+
+			sx_crashdev_get_stats(cd, &st);
+			assert_int_equal(st.cs_injected_errors, 0);
+			sx_crashdev_clear_faults(cd);
+		} else {
+			assert_int_equal(error, -EIO);
+			sx_crashdev_clear_faults(cd);
+			mp = sxt_mount(cbd);
+		}
+		assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+		assert_int_equal(gen, 1);
+		assert_int_equal(sxt_tblock_read(mp, b + 2, &gen), 0);
+		assert_int_equal(gen, 3);
+		assert_int_equal(sxt_tblock_read(mp, b + 3, &gen), 0);
+		assert_int_equal(gen, 4);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(cbd);
+		sx_bdev_destroy(img);
+	}
+	/* the mount reads the superblock, the log and the blocks: many points */
+	assert_true(n > 5);
+	sx_bdev_destroy(bd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_control_recovers),
+		cmocka_unit_test(test_bad_buf_ops),
+		cmocka_unit_test(test_replay_unknown_magic),
+		cmocka_unit_test(test_item_registry),
+		cmocka_unit_test(test_unknown_item_type),
+		cmocka_unit_test(test_intent_left_unfinished),
+		cmocka_unit_test(test_intent_too_short),
+		cmocka_unit_test(test_intent_id_repeated),
+		cmocka_unit_test(test_defer_payload_checked),
+		cmocka_unit_test(test_efi_item_checked),
+		cmocka_unit_test(test_cui_item_checked),
+		cmocka_unit_test(test_epoch_backwards),
+		cmocka_unit_test(test_sb_epoch_behind_log),
+		cmocka_unit_test(test_replay_in_batches),
+		cmocka_unit_test(test_read_errors_in_recovery),
+	};
+
+	sx_thread_enter();
+	sx_set_log_callback(msg_cb, NULL);
+	sxt_register_test_intent();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
