@@ -28,6 +28,8 @@
 #include "item_efi.h"
 #include "item_refc.h"
 #include "refcount.h"
+#include "reflink.h"
+#include "dev.h"
 #include <swapext/device.h>
 
 #define MIB		(1ull << 20)
@@ -719,6 +721,314 @@ static void test_cui_item_checked(void **state)
 	sx_bdev_destroy(bd0);
 }
 
+/* ------------------------------------------------------------ BUI */
+
+/*
+ * A regular file with @nblk blocks mapped at offset 0, on a clean image,
+ * and 4 blocks allocated right after them (bno + nblk), mapped nowhere.
+ */
+struct bfile {
+	struct sx_bdev	*bd;
+	u64		ino;
+	u64		gen;
+	u64		bno;		/* its blocks */
+	u64		root;		/* the root directory's inode */
+};
+
+/* Queue @n items through @fn on @ip and finish them in one chain. */
+static int bmap_chain(struct sx_mount *mp, struct sx_inode *ip,
+		      int (*fn)(struct sx_trans *tp, struct sx_inode *ip, void *arg), void *arg)
+{
+	struct sx_trans *tp;
+	int error;
+
+	error = sx_trans_alloc(mp, 65536, 0, &tp);
+	if (error)
+		return error;
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	error = fn(tp, ip, arg);
+	if (!error)
+		error = sx_defer_finish(&tp);
+	if (!error)
+		error = sx_trans_commit(tp);
+	else
+		sx_trans_cancel(tp);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	return error;
+}
+
+static int map_irec(struct sx_trans *tp, struct sx_inode *ip, void *arg)
+{
+	return sx_bmap_map_later(tp, ip, arg);
+}
+
+static void bfile_make(struct bfile *f, u32 nblk)
+{
+	struct sx_bmap_irec irec = { .br_startoff = 0, .br_blockcount = nblk };
+	struct sx_mount *mp;
+	struct sx_inode *ip;
+	int fd;
+
+	f->bd = sxt_memfs(8 * MIB, BS, 0);
+	mp = sxt_mount(f->bd);
+	f->root = mp->m_rootino;
+	f->bno = alloc_blocks(mp, nblk + 4);
+	irec.br_startblock = f->bno;
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	assert_int_equal(sx_fd_get(mp, fd, &ip), 0);
+	f->ino = ip->i_ino;
+	f->gen = ip->i_gen;
+	assert_int_equal(bmap_chain(mp, ip, map_irec, &irec), 0);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+}
+
+/* What file block @off of @ino maps to (SX_HOLE for none). */
+static u64 mapped_at(struct sx_mount *mp, u64 ino, u64 off)
+{
+	struct sx_bmap_irec got;
+	struct sx_inode *ip;
+
+	assert_int_equal(sx_iget(mp, ino, 0, &ip), 0);
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	assert_int_equal(sx_bmap_lookup(NULL, ip, off, &got), 0);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	assert_int_equal(sx_irele(ip), 0);
+	return got.br_startblock == SX_HOLE ? SX_HOLE
+					     : got.br_startblock + (off - got.br_startoff);
+}
+
+/*
+ * A logged BUI is finished only on the file it names: a wrong generation,
+ * a free block, a block that is no inode, a directory, or an unmap whose
+ * blocks are not where the item says are corruption.  The same items with
+ * the right names map and unmap.
+ */
+static void test_bui_item_targets(void **state)
+{
+	enum { MAP_OK, UNMAP_OK, STALE_GEN, FREE_INO, DATA_INO, DIR_INO, UNMAP_MOVED, NCASES };
+	static const char *const why[NCASES] = {
+		[FREE_INO] = "deferred work failed (-117)",
+		[STALE_GEN] = "deferred work failed (-117)",
+		[DATA_INO] = "bad CRC",	/* "inode block N: bad CRC": data, no metadata */
+		[DIR_INO] = "(ip->i_mode & SX_IFMT) != SX_IFREG",
+		[UNMAP_MOVED] = "got.br_startblock != bi->bi_bno + (got.br_startoff - bi->bi_off)",
+	};
+	struct bfile f;
+	int c;
+
+	bfile_make(&f, 8);
+	for (c = 0; c < NCASES; c++) {
+		struct sx_bdev *bd = sxt_bdev_copy(f.bd);
+		struct sx_dlog_bmap *lb;
+		struct sx_mount *mp;
+		struct dintent di;
+		u64 freeblk;
+		int error;
+
+		mp = sxt_mount(bd);
+		freeblk = alloc_blocks(mp, 4);
+		assert_int_equal(sx_unmount(mp), 0);
+		memset(&di, 0, sizeof(di));
+		di.hdr.li_nitems = cpu_to_le32(1);
+		lb = (struct sx_dlog_bmap *)di.items;
+		lb->bm_ino = cpu_to_le64(f.ino);
+		lb->bm_gen = cpu_to_le64(f.gen);
+		lb->bm_blockcount = cpu_to_le32(4);
+		if (c == UNMAP_OK || c == UNMAP_MOVED) {
+			lb->bm_startoff = cpu_to_le64(2);
+			lb->bm_startblock = cpu_to_le64(f.bno + 2 + (c == UNMAP_MOVED));
+		} else {
+			/* map the 4 blocks just allocated past the end */
+			lb->bm_startoff = cpu_to_le64(100);
+			lb->bm_startblock = cpu_to_le64(freeblk);
+			lb->bm_flags = cpu_to_le32(SX_BMI_MAP);
+		}
+		switch (c) {
+		case STALE_GEN:
+			lb->bm_gen = cpu_to_le64(f.gen + 1);
+			break;
+		case FREE_INO:	/* past the blocks in use, so free */
+			lb->bm_ino = cpu_to_le64(freeblk + 100);
+			break;
+		case DATA_INO:
+			lb->bm_ino = cpu_to_le64(f.bno);
+			break;
+		case DIR_INO:
+			lb->bm_ino = cpu_to_le64(f.root);
+			lb->bm_gen = 0;
+			break;
+		}
+		if (c == DIR_INO) {
+			/* the generation of the root directory, as its inode says */
+			struct sx_inode *ip;
+
+			mp = sxt_mount(bd);
+			assert_int_equal(sx_iget(mp, f.root, 0, &ip), 0);
+			lb->bm_gen = cpu_to_le64(ip->i_gen);
+			assert_int_equal(sx_irele(ip), 0);
+			assert_int_equal(sx_unmount(mp), 0);
+		}
+		error = recover_intent(bd, SX_LOG_OP_BUI, &di, sizeof(di.hdr) + sizeof(*lb), &mp);
+		if (c == MAP_OK || c == UNMAP_OK) {
+			assert_int_equal(error, 0);
+			assert_int_equal(mp->m_rstats.rs_intents, 1);
+			if (c == MAP_OK) {
+				assert_int_equal(mapped_at(mp, f.ino, 101), freeblk + 1);
+			} else {
+				bool isfree;
+
+				assert_int_equal(mapped_at(mp, f.ino, 1), f.bno + 1);
+				assert_int_equal(mapped_at(mp, f.ino, 3), SX_HOLE);
+				assert_int_equal(mapped_at(mp, f.ino, 6), f.bno + 6);
+				/* the unmapped blocks had no other owner: freed */
+				assert_int_equal(sx_alloc_is_free(mp, f.bno + 3, &isfree), 0);
+				assert_true(isfree);
+			}
+			assert_int_equal(sx_unmount(mp), 0);
+		} else {
+			/* a data block read as an inode fails its CRC: the read's error stands */
+			assert_int_equal(error, c == DATA_INO ? -EFSBADCRC : -EFSCORRUPTED);
+			msgs_expect(why[c]);
+		}
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(f.bd);
+}
+
+/* Arguments of a queued unmap. */
+struct unmap_args {
+	u64	off;
+	u64	len;
+	u64	bno;
+};
+
+static int unmap_range(struct sx_trans *tp, struct sx_inode *ip, void *arg)
+{
+	struct unmap_args *a = arg;
+
+	return sx_bmap_unmap_later(tp, ip, a->off, a->len, a->bno);
+}
+
+/*
+ * An unmap that names where its blocks must be follows the range across
+ * mappings (two pieces here: one written, one unwritten, which do not
+ * merge), and each piece must sit where the item says.
+ */
+static void test_bui_unmap_pieces(void **state)
+{
+	struct sx_bmap_irec irec = { .br_startoff = 8, .br_blockcount = 4,
+				     .br_state = SX_BMAP_UNWRITTEN };
+	struct unmap_args a;
+	struct sx_defer_stats st0, st;
+	struct sx_bdev *img;
+	struct sx_mount *mp;
+	struct sx_inode *ip;
+	struct bfile f;
+	u64 bno;
+
+	bfile_make(&f, 8);
+	mp = sxt_mount(f.bd);
+	/* blocks 8..11 of the file right after its blocks 0..7 on disk, unwritten */
+	bno = f.bno + 8;
+	irec.br_startblock = bno;
+	assert_int_equal(sx_iget(mp, f.ino, f.gen, &ip), 0);
+	assert_int_equal(bmap_chain(mp, ip, map_irec, &irec), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	img = sxt_bdev_copy(f.bd);
+
+	/* where the blocks are not: refused at the first piece */
+	mp = sxt_mount(img);
+	assert_int_equal(sx_iget(mp, f.ino, f.gen, &ip), 0);
+	a.off = 4;
+	a.len = 6;
+	a.bno = f.bno + 5;
+	msgs_expect(NULL);
+	assert_int_equal(bmap_chain(mp, ip, unmap_range, &a), -EFSCORRUPTED);
+	msgs_expect("got.br_startblock != bi->bi_bno");
+	assert_true(sx_is_shutdown(mp));
+	assert_int_equal(sx_irele(ip), 0);
+	sx_unmount(mp);
+	/* the chain's first commit never reached the log: the file is as it was */
+	mp = sxt_mount(img);
+	assert_int_equal(mapped_at(mp, f.ino, 4), f.bno + 4);
+	assert_int_equal(mapped_at(mp, f.ino, 9), bno + 1);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(img);
+
+	mp = sxt_mount(f.bd);
+	assert_int_equal(sx_iget(mp, f.ino, f.gen, &ip), 0);
+	sx_defer_get_stats(mp, &st0);
+	a.bno = f.bno + 4;
+	assert_int_equal(bmap_chain(mp, ip, unmap_range, &a), 0);
+	sx_defer_get_stats(mp, &st);
+	/* the BUI took a step per piece: requeued once */
+	assert_int_equal(st.ds_requeues - st0.ds_requeues, 1);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(mapped_at(mp, f.ino, 3), f.bno + 3);
+	assert_int_equal(mapped_at(mp, f.ino, 4), SX_HOLE);
+	assert_int_equal(mapped_at(mp, f.ino, 9), SX_HOLE);
+	assert_int_equal(mapped_at(mp, f.ino, 10), bno + 2);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(f.bd);
+}
+
+/* What an item cannot describe is refused before anything is queued. */
+static void test_later_args(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_bmap_irec irec = { .br_startoff = 0, .br_startblock = data0(mp),
+				     .br_blockcount = 1 };
+	struct sx_bmap_irec bad;
+	struct sx_defer_stats st0, st;
+	struct sx_trans *tp;
+	struct sx_inode *ip;
+	int fd;
+
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	assert_int_equal(sx_fd_get(mp, fd, &ip), 0);
+	assert_int_equal(sx_trans_alloc(mp, 65536, 0, &tp), 0);
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	bad = irec;
+	bad.br_blockcount = 0;
+	assert_int_equal(sx_bmap_map_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_swap_map_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_swap_unmap_later(tp, ip, &bad), -EINVAL);
+	bad.br_blockcount = SX_BMAP_MAXLEN + 1;
+	assert_int_equal(sx_bmap_map_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_swap_map_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_swap_unmap_later(tp, ip, &bad), -EINVAL);
+	bad = irec;
+	bad.br_startblock = SX_HOLE;
+	assert_int_equal(sx_bmap_map_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_swap_map_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_swap_unmap_later(tp, ip, &bad), -EINVAL);
+	/* a swap's unmap must say where its blocks are */
+	bad.br_startblock = 0;
+	assert_int_equal(sx_bmap_swap_unmap_later(tp, ip, &bad), -EINVAL);
+	assert_int_equal(sx_bmap_unmap_later(tp, ip, 0, 0, 0), -EINVAL);
+	assert_int_equal(sx_bmap_unmap_later(tp, ip, ~0ull - 2, 4, 0), -EINVAL);
+	assert_int_equal(sx_refcount_increase_later(tp, data0(mp), 0), -EINVAL);
+	assert_int_equal(sx_refcount_decrease_later(tp, ~0ull - 2, 4), -EINVAL);
+	assert_false(sx_defer_pending(tp));
+
+	/* an unmap longer than an item describes is queued in pieces, each with its place */
+	sx_defer_get_stats(mp, &st0);
+	assert_int_equal(sx_bmap_unmap_later(tp, ip, 0, SX_BMAP_MAXLEN + 8, data0(mp)), 0);
+	assert_true(sx_defer_pending(tp));
+	assert_int_equal(sx_defer_finish(&tp), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	sx_defer_get_stats(mp, &st);
+	assert_int_equal(st.ds_steps - st0.ds_steps, 2);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 /* ------------------------------------------------------------ the scan */
 
 /*
@@ -902,6 +1212,9 @@ int main(void)
 		cmocka_unit_test(test_defer_payload_checked),
 		cmocka_unit_test(test_efi_item_checked),
 		cmocka_unit_test(test_cui_item_checked),
+		cmocka_unit_test(test_bui_item_targets),
+		cmocka_unit_test(test_bui_unmap_pieces),
+		cmocka_unit_test(test_later_args),
 		cmocka_unit_test(test_epoch_backwards),
 		cmocka_unit_test(test_sb_epoch_behind_log),
 		cmocka_unit_test(test_replay_in_batches),
