@@ -503,7 +503,7 @@ static int sx_recover_op(void *arg, const struct sx_dlog_op *op, const void *pay
 		error = sx_recover_buf_op(rc, op, payload);
 		break;
 	case SX_LOG_OP_TRANS_END:
-		error = le32_to_cpu(op->lo_len) ? -EFSCORRUPTED : 0;
+		error = SX_IS_CORRUPT(rc->rc_mp, le32_to_cpu(op->lo_len) != 0) ? -EFSCORRUPTED : 0;
 		break;
 	default:
 		error = sx_recover_item_op(rc, op, payload);

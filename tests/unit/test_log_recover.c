@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include "sxtest.h"
 #include "sxtext.h"
+#include "sxcrash.h"
 #include "log_recover.h"
 #include "sb.h"
 #include "inode.h"
@@ -198,6 +199,31 @@ static struct sx_bdev *tblock_image(u64 *b, u64 *lsn)
 }
 
 /*
+ * The checker, which checks each op as recovery will replay it, reports
+ * @what about the log of @bd.
+ */
+static void checker_says(struct sx_bdev *bd, const char *what)
+{
+	struct sxt_text t = { 0 };
+
+	assert_true(sxc_checker(bd, SX_CHECK_SPACE_ONLY, &t) > 0);
+	if (!sxt_text_has(&t, what))
+		fail_msg("the checker does not say \"%s\":\n%s", what, t.text ? t.text : "");
+	sxt_text_free(&t);
+}
+
+/* The log printer, which decodes what it can of a bad op, prints @what. */
+static void logprint_says(struct sx_bdev *bd, const char *what)
+{
+	struct sxt_text t = { 0 };
+
+	assert_int_equal(sx_logprint(bd, sxt_text_line, &t), 0);
+	if (!sxt_text_has(&t, what))
+		fail_msg("the log printer does not say \"%s\":\n%s", what, t.text ? t.text : "");
+	sxt_text_free(&t);
+}
+
+/*
  * The mount of @bd is refused as corrupt and writes nothing: recovery
  * checks before it replays.  A second try is refused the same way.
  */
@@ -235,7 +261,8 @@ static void test_control_recovers(void **state)
 /* Each malformed field of a BUF op, in a record whose CRC is good, is refused. */
 static void test_bad_buf_ops(void **state)
 {
-	enum { SHORT, LOW, HIGH, FLAGS, NREGIONS, ZERO_REGION, REGION_PAST, SIZE_MISMATCH, NCASES };
+	enum { SHORT, LOW, HIGH, FLAGS, NREGIONS, ZERO_REGION, REGION_PAST, SIZE_MISMATCH,
+	       TRANS_END_BYTES, NCASES };
 	u64 b, lsn;
 	struct sx_bdev *good = tblock_image(&b, &lsn);
 	struct sx_sb sb;
@@ -248,6 +275,23 @@ static void test_bad_buf_ops(void **state)
 		[ZERO_REGION] = "rlen == 0 ||",
 		[REGION_PAST] = "(u64)off + rlen > mp->m_bsize",
 		[SIZE_MISMATCH] = "need != len",
+		[TRANS_END_BYTES] = "le32_to_cpu(op->lo_len) != 0",
+	};
+	static const char *const checker_why[NCASES] = {
+		[SHORT] = "BUF payload of 8 bytes is shorter than its header",
+		[LOW] = "is outside the metadata area",
+		[HIGH] = "is outside the metadata area",
+		[FLAGS] = "has unknown flags 0x100",
+		[NREGIONS] = "1000 regions do not fit",
+		[ZERO_REGION] = "region 0 (offset 0, 0 bytes) is outside the block",
+		[REGION_PAST] = "region 0 (offset 8, 4096 bytes) is outside the block",
+		[SIZE_MISMATCH] = "regions need 4112 bytes, the op has 4120",
+		[TRANS_END_BYTES] = "TRANS_END carries 8 bytes",
+	};
+	static const char *const logprint_what[NCASES] = {
+		[SHORT] = "payload of 8 bytes is too short for a BUF header",
+		[NREGIONS] = "regions: 1000 descriptors do not fit the 4120-byte payload",
+		[TRANS_END_BYTES] = "8 bytes of payload (should be none)",
 	};
 	int c;
 
@@ -290,8 +334,14 @@ static void test_bad_buf_ops(void **state)
 		case SIZE_MISMATCH:	/* the regions say fewer bytes than the op has */
 			rg->lg_len = cpu_to_le32(BS - 8);
 			break;
+		case TRANS_END_BYTES:	/* the end of a transaction carries nothing */
+			rec_resize_op(&r, rec_find(&r, SX_LOG_OP_TRANS_END, 0), 8);
+			break;
 		}
 		rec_put(&r);
+		checker_says(bd, checker_why[c]);
+		if (logprint_what[c])
+			logprint_says(bd, logprint_what[c]);
 		refused_untouched(bd, why[c]);
 		sx_bdev_destroy(bd);
 	}
@@ -446,6 +496,7 @@ static void test_unknown_item_type(void **state)
 	bd = xt_image(XT_INTENT, &lsn);
 	sx_item_unregister(&xt_done_ops);
 	sx_item_unregister(&xt_intent_ops);
+	checker_says(bd, "item type 0x70 (UNKNOWN) is not known to this engine");
 	refused_untouched(bd, "item type 0x70 that this engine does not know");
 
 	assert_int_equal(sx_item_register(&xt_intent_ops), 0);
@@ -501,6 +552,8 @@ static void test_intent_too_short(void **state)
 	rec_resize_op(&r, rec_find(&r, SX_LOG_OP_TEST_INTENT, 0),
 		      sizeof(struct sx_dlog_intent) - 8);
 	rec_put(&r);
+	checker_says(bd, "TEST_INTENT payload of 8 bytes is shorter than its header");
+	logprint_says(bd, "intent, payload of 8 bytes is too short for an item header");
 	refused_untouched(bd, "len < sizeof(*li)");
 	sx_bdev_destroy(bd);
 }
@@ -625,6 +678,7 @@ static void test_defer_payload_checked(void **state)
 			assert_int_equal(recover_intent(bd, SX_LOG_OP_EFI, &di, len, &mp),
 					 -EFSCORRUPTED);
 			msgs_expect("failed validation");
+			logprint_says(bd, "EFI: malformed payload of");
 			/* the intent is still owed: the next mount refuses it too */
 			assert_int_equal(sx_mount(bd, NULL, &mp), -EFSCORRUPTED);
 		}
