@@ -373,6 +373,92 @@ static void test_replay_unknown_magic(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A record whose CRC is right was written whole by this engine, so ops
+ * that do not add up to it are corruption, not a torn end of the log:
+ * the mount is refused, naming what does not add up.
+ */
+static void test_malformed_record(void **state)
+{
+	enum { NOPS_MORE, NOPS_LESS, PAYLOAD_PAST, TYPE_ZERO, TID_BACK, NCASES };
+	static const char *const why[NCASES] = {
+		[NOPS_MORE] = "is malformed: op header past the end",
+		[NOPS_LESS] = "is malformed: bytes after the last op",
+		[PAYLOAD_PAST] = "is malformed: op payload past the end",
+		[TYPE_ZERO] = "is malformed: unknown op type",
+		[TID_BACK] = "is malformed: transaction ids go backwards",
+	};
+	u64 b, lsn;
+	struct sx_bdev *good = tblock_image(&b, &lsn);
+	int c;
+
+	for (c = 0; c < NCASES; c++) {
+		struct sx_bdev *bd = sxt_bdev_copy(good);
+		struct sx_dlog_rec *rec;
+		struct sx_dlog_op *op;
+		struct xrec r;
+
+		rec_get(bd, lsn, &r);
+		rec = rec_hdr(&r);
+		op = rec_find(&r, SX_LOG_OP_TRANS_END, 0);
+		switch (c) {
+		case NOPS_MORE:
+			rec->lr_nops = cpu_to_le32(le32_to_cpu(rec->lr_nops) + 1);
+			break;
+		case NOPS_LESS:
+			rec->lr_nops = cpu_to_le32(le32_to_cpu(rec->lr_nops) - 1);
+			break;
+		case PAYLOAD_PAST:
+			op->lo_len = cpu_to_le32(64);
+			break;
+		case TYPE_ZERO:
+			op->lo_type = 0;
+			break;
+		case TID_BACK:
+			rec->lr_first_tid = cpu_to_le64(le64_to_cpu(op->lo_tid) + 1);
+			break;
+		}
+		rec_put(&r);
+		refused_untouched(bd, why[c]);
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(good);
+}
+
+static int count_op(void *arg, const struct sx_dlog_op *op, const void *payload)
+{
+	return ++*(int *)arg == 2 ? -EAGAIN : 0;
+}
+
+/*
+ * The op walker that recovery, the checker and the log printer share:
+ * ops that claim more than the buffer holds are refused before any is
+ * looked at, and a callback's error stops the walk.
+ */
+static void test_walk_ops(void **state)
+{
+	u64 b, lsn;
+	struct sx_bdev *bd = tblock_image(&b, &lsn);
+	const char *why;
+	struct xrec r;
+	int n = 0;
+
+	rec_get(bd, lsn, &r);
+	assert_int_equal(le32_to_cpu(rec_hdr(&r)->lr_nops), 2);
+	assert_int_equal(sx_log_rec_walk_ops(r.buf, r.bytes, NULL, NULL, &why), 0);
+	assert_null(why);
+	/* the callback sees each op until it fails; its error is the walk's */
+	assert_int_equal(sx_log_rec_walk_ops(r.buf, r.bytes, count_op, &n, &why), -EAGAIN);
+	assert_int_equal(n, 2);
+	assert_null(why);
+	/* a buffer shorter than the ops the header claims */
+	assert_int_equal(sx_log_rec_walk_ops(r.buf, sizeof(struct sx_dlog_rec) + 8, NULL, NULL,
+					     &why), -EFSCORRUPTED);
+	assert_string_equal(why, "ops overrun the record");
+	free(r.buf);
+	sx_bdev_destroy(bd);
+}
+
 /* ------------------------------------------------------------ intents */
 
 /* Intent and done types of this file's own items (free numbers below the test types). */
@@ -1258,6 +1344,8 @@ int main(void)
 		cmocka_unit_test(test_control_recovers),
 		cmocka_unit_test(test_bad_buf_ops),
 		cmocka_unit_test(test_replay_unknown_magic),
+		cmocka_unit_test(test_malformed_record),
+		cmocka_unit_test(test_walk_ops),
 		cmocka_unit_test(test_item_registry),
 		cmocka_unit_test(test_unknown_item_type),
 		cmocka_unit_test(test_intent_left_unfinished),
