@@ -19,6 +19,8 @@
 #include "sxtest.h"
 #include "sxtext.h"
 #include "sxcrash.h"
+#include "sxswap.h"
+#include <swapext/swap_log.h>
 #include "log_recover.h"
 #include "sb.h"
 #include "inode.h"
@@ -1169,6 +1171,74 @@ static void test_later_args(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* ------------------------------------------------------------ SXI */
+
+/*
+ * An SXI is finished on the store only for the inodes it names, by number
+ * and generation: a generation of 0 or one the inode no longer has is a
+ * bad intent.  The same SXI with the right generations swaps the blocks.
+ */
+static void test_sxi_generations(void **state)
+{
+	enum { GOOD, GEN_ZERO, GEN_STALE, NCASES };
+	struct sx_bdev *base = sxs_mkimg(8 * MIB, BS, 0, true);
+	struct sx_mount *mp = sxt_mount(base);
+	u64 ino[2], gen[2];
+	u8 buf[4 * BS];
+	int fd[2], c, i;
+
+	for (i = 0; i < 2; i++) {
+		struct sx_stat st;
+
+		memset(buf, 0xa0 + i, sizeof(buf));
+		assert_int_equal(sx_create(mp, i ? "b" : "a", 0644, &fd[i]), 0);
+		assert_int_equal(sx_pwrite(mp, fd[i], buf, sizeof(buf), 0), (s64)sizeof(buf));
+		assert_int_equal(sx_fstat(mp, fd[i], &st), 0);
+		ino[i] = st.st_ino;
+		gen[i] = st.st_gen;
+		assert_int_equal(sx_close(mp, fd[i]), 0);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+
+	for (c = 0; c < NCASES; c++) {
+		struct sx_bdev *bd = sxt_bdev_copy(base);
+		struct sx_dlog_sxi sxi;
+		int error;
+
+		memset(&sxi, 0, sizeof(sxi));
+		mp = sxt_mount(bd);
+		sxi.sxi_hdr.li_id = cpu_to_le64(sx_log_next_intent_id(mp));
+		sxi.sxi_hdr.li_nitems = cpu_to_le32(1);
+		sxi.sxi_ext.sw_ino1 = cpu_to_le64(ino[0]);
+		sxi.sxi_ext.sw_ino2 = cpu_to_le64(ino[1]);
+		sxi.sxi_ext.sw_gen1 = cpu_to_le64(c == GEN_ZERO ? 0 : gen[0]);
+		sxi.sxi_ext.sw_gen2 = cpu_to_le64(c == GEN_STALE ? gen[1] + 1 : gen[1]);
+		sxi.sxi_ext.sw_blockcount = cpu_to_le64(2);
+		sxi.sxi_ext.sw_isize1 = cpu_to_le64((u64)-1);
+		sxi.sxi_ext.sw_isize2 = cpu_to_le64((u64)-1);
+		log_item(mp, SX_LOG_OP_SXI, &sxi, sizeof(sxi));
+		crash(mp);
+		msgs_expect(NULL);
+		error = sx_mount(bd, NULL, &mp);
+		if (c != GOOD) {
+			assert_int_equal(error, -EFSCORRUPTED);
+			msgs_expect("error != 0 || *ipp == NULL");
+		} else {
+			/* the first two blocks changed files; the rest stayed */
+			assert_int_equal(error, 0);
+			assert_int_equal(mp->m_rstats.rs_intents, 1);
+			assert_int_equal(sx_open(mp, "a", &fd[0]), 0);
+			assert_int_equal(sx_pread(mp, fd[0], buf, sizeof(buf), 0), (s64)sizeof(buf));
+			for (i = 0; i < 4 * (int)BS; i++)
+				assert_int_equal(buf[i], i < 2 * (int)BS ? 0xa1 : 0xa0);
+			assert_int_equal(sx_close(mp, fd[0]), 0);
+			assert_int_equal(sx_unmount(mp), 0);
+		}
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(base);
+}
+
 /* ------------------------------------------------------------ the scan */
 
 /*
@@ -1357,6 +1427,7 @@ int main(void)
 		cmocka_unit_test(test_bui_item_targets),
 		cmocka_unit_test(test_bui_unmap_pieces),
 		cmocka_unit_test(test_later_args),
+		cmocka_unit_test(test_sxi_generations),
 		cmocka_unit_test(test_epoch_backwards),
 		cmocka_unit_test(test_sb_epoch_behind_log),
 		cmocka_unit_test(test_replay_in_batches),
