@@ -289,7 +289,10 @@ static void test_three_algorithms(void **state)
 	mh_destroy(&h3);
 }
 
-/* A partial swap, or a block left shared in place, keeps both reflink flags. */
+/*
+ * A partial swap, or a block left shared in place, keeps both reflink
+ * flags; a whole-file swap moves the flag with the blocks.
+ */
 static void test_reflink_flags(void **state)
 {
 	struct mh_inode *a, *b;
@@ -338,6 +341,19 @@ static void test_reflink_flags(void **state)
 	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
 	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
 	assert_true(b->mi_flags & SX_HSTAT_REFLINK);
+	mh_destroy(&host);
+
+	/* file2 flagged, whole files exchanged: the flag goes with its blocks to file1 */
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 8 * B);
+	b = mh_create(&host, 8 * B);
+	mh_add_extent(a, 0, 8, false);
+	mh_add_extent(b, 0, 8, false);
+	b->mi_flags |= SX_HSTAT_REFLINK;
+	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
+	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
+	assert_false(b->mi_flags & SX_HSTAT_REFLINK);
+	assert_int_equal(mh_check(&host, 0), 0);
 	mh_destroy(&host);
 }
 
