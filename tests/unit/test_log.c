@@ -515,6 +515,40 @@ static void test_rdonly_dirty(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A transaction refuses an item of no registered type, one too short for
+ * the intent header, one that overruns its reservation, and a logged range
+ * that is backwards or past the block; it stays usable after each.
+ */
+static void test_log_item_refusals(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_dlog_intent li = { .li_id = cpu_to_le64(1), .li_nitems = cpu_to_le32(1) };
+	static u8 big[16384];
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	u64 b = data0(mp), gen;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp) + 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sx_trans_log_item(tp, 0x6f, &li, sizeof(li)), -EINVAL);
+	assert_int_equal(sx_trans_log_item(tp, SX_LOG_OP_BUF, &li, sizeof(li)), -EINVAL);
+	assert_int_equal(sx_trans_log_item(tp, SX_LOG_OP_TEST_INTENT, &li, 8), -EINVAL);
+	memcpy(big, &li, sizeof(li));
+	assert_int_equal(sx_trans_log_item(tp, SX_LOG_OP_TEST_DONE, big, sizeof(big)), -ENOSPC);
+	assert_int_equal(sxt_tblock_write(tp, b, 3), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b, &sxt_tblock_ops, 0, &bp), 0);
+	assert_int_equal(sx_trans_log_buf(tp, bp, 100, 99), -EINVAL);
+	assert_int_equal(sx_trans_log_buf(tp, bp, 0, 4096), -EINVAL);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	mp = sxt_mount(bd);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 3);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 /* The buffer cache stays within its bound while dirtying many blocks. */
 static void test_bcache_bound(void **state)
 {
@@ -559,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_intent_recovery),
 		cmocka_unit_test(test_intent_validation),
 		cmocka_unit_test(test_rdonly_dirty),
+		cmocka_unit_test(test_log_item_refusals),
 		cmocka_unit_test(test_bcache_bound),
 	};
 
