@@ -567,11 +567,16 @@ static void test_bcache_bound(void **state)
 		assert_true(st.bs_cached <= 64 + 2);
 	}
 	assert_int_equal(sx_unmount(mp), 0);
+	/* a bound below 64 buffers is taken as 64 (sx_bcache_init()) */
+	mo.mo_bcache_max = 4;
 	assert_int_equal(sx_mount(bd, &mo, &mp), 0);
 	for (i = 0; i < 1000; i++) {
 		assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
 		assert_int_equal(gen, i);
+		sx_bcache_get_stats(mp, &st);
+		assert_true(st.bs_cached <= 64 + 2);
 	}
+	assert_true(st.bs_cached > 4);
 	assert_int_equal(sx_unmount(mp), 0);
 	sx_bdev_destroy(bd);
 }
