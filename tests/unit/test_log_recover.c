@@ -509,7 +509,7 @@ static const struct sx_item_ops xt_lazy_ops = {
 };
 static const struct sx_item_ops xt_lazy_done_ops = { .io_type = XT_LAZY_DONE };
 
-/* The registry checks what it is given and names every type. */
+/* The registries check what they are given; the item registry names every type. */
 static void test_item_registry(void **state)
 {
 	struct sx_item_ops bad = xt_intent_ops;
@@ -551,6 +551,15 @@ static void test_item_registry(void **state)
 	assert_null(sx_item_lookup(XT_INTENT));
 	assert_false(sx_item_is_intent(XT_INTENT));
 	sx_item_unregister(NULL);
+
+	/* block types: once per magic; the same table again is no change */
+	{
+		struct sx_buf_ops other = sxt_tblock_ops;
+
+		assert_int_equal(sx_buf_type_register(&sxt_tblock_ops), 0);
+		assert_int_equal(sx_buf_type_register(&other), -EEXIST);
+		assert_ptr_equal(sx_buf_type_lookup(SXT_TB_MAGIC), &sxt_tblock_ops);
+	}
 }
 
 /* An image with one unfinished XT intent of id @id. */
