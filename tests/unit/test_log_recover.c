@@ -1317,7 +1317,8 @@ static void test_sb_epoch_behind_log(void **state)
 /*
  * A log that changes more blocks than recovery holds at once (8192) is
  * replayed in batches: blocks written back in the middle of the replay
- * still take the later changes of the log, and lose none.
+ * still take the later changes of the log, and lose none.  A write error
+ * in that first batch fails the mount and leaves the log to replay.
  */
 static void test_replay_in_batches(void **state)
 {
@@ -1328,7 +1329,7 @@ static void test_replay_in_batches(void **state)
 	struct sx_mount *mp;
 	struct sx_recovery_stats rs;
 	struct sx_trans *tp;
-	u64 b, gen;
+	u64 b, gen, hits;
 	u32 i, j;
 
 	assert_int_equal(sx_mount(bd, &mo, &mp), 0);
@@ -1345,6 +1346,17 @@ static void test_replay_in_batches(void **state)
 	assert_int_equal(sx_trans_commit(tp), 0);
 	assert_int_equal(sx_log_force(mp), 0);
 	crash(mp);
+
+	/*
+	 * A write that fails while the first batch is written back fails
+	 * the mount; the log is still there, and the next mount replays it.
+	 */
+	hits = sx_fault_hits("recover_write");
+	assert_int_equal(sx_fault_arm("recover_write", 1, false, -EIO), 0);
+	assert_int_equal(sx_mount(bd, &mo, &mp), -EIO);
+	/* the first write of the replay: the mid-replay batch */
+	assert_int_equal(sx_fault_hits("recover_write"), hits + 1);
+	sx_fault_disarm_all();
 
 	mp = sxt_mount(bd);
 	sx_get_recovery_stats(mp, &rs);
