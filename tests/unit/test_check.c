@@ -552,6 +552,79 @@ static void test_bitmap_header_fields(void **state)
 	sx_bdev_destroy(base);
 }
 
+/* Whether @t names a read failure, in any of the checker's and printer's words. */
+static bool says_unreadable(const struct sxt_text *t)
+{
+	return t->text && (sxt_text_has(t, "cannot read") || sxt_text_has(t, "read error") ||
+			   sxt_text_has(t, "unreadable") || sxt_text_has(t, "I/O error"));
+}
+
+/*
+ * A read error at any read of the checker or the log printer (superblock
+ * copies, log records, bitmap, fsinfo, inodes and their trees) is reported,
+ * never taken for a clean image, and neither stops early without saying so.
+ */
+static void test_read_errors(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0), *cbd;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_crashdev *cd;
+	struct sxt_text r;
+	u8 data[8192];
+	u64 problems, clean, n;
+	int fd, error, pass;
+
+	/* files with data, then records the log still holds */
+	memset(data, 7, sizeof(data));
+	assert_int_equal(sx_create(mp, "a", 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, data, sizeof(data), 0), (s64)sizeof(data));
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(sx_create(mp, "b", 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, data, sizeof(data), 4096), (s64)sizeof(data));
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	assert_int_equal(sx_check(bd, NULL, NULL, &clean), 0);
+
+	for (pass = 0; pass < 2; pass++) {
+		for (n = 1;; n++) {
+			struct sx_crashdev_stats st;
+
+			assert_true(n < 10000);
+			assert_int_equal(sx_crashdev_create(bd, n, &cbd, &cd), 0);
+			sx_crashdev_fail(cd, SX_IO_READ, n, true, -EIO);
+			memset(&r, 0, sizeof(r));
+			problems = 0;
+			if (pass == 0)
+				error = sx_check(cbd, sxt_text_line, &r, &problems);
+			else
+				error = sx_logprint(cbd, sxt_text_line, &r);
+			sx_crashdev_get_stats(cd, &st);
+			sx_bdev_destroy(cbd);
+			if (!st.cs_injected_errors) {
+				/* past the last read: the same report as without the fault */
+				assert_int_equal(error, 0);
+				if (pass == 0)
+					assert_int_equal(problems, clean);
+				sxt_text_free(&r);
+				break;
+			}
+			if (error == 0 && pass == 0 && problems <= clean)
+				fail_msg("check: read %llu failed, and the report is clean:\n%s",
+					 (unsigned long long)n, r.text ? r.text : "");
+			if (error == 0 && !says_unreadable(&r))
+				fail_msg("%s: read %llu failed, and the report does not say so:\n%s",
+					 pass ? "logprint" : "check", (unsigned long long)n,
+					 r.text ? r.text : "");
+			sxt_text_free(&r);
+		}
+		assert_true(n > 3);
+	}
+	sx_bdev_destroy(bd);
+}
+
 /* Committed and synced but not checkpointed: the log needs recovery. */
 static void test_dirty_log(void **state)
 {
@@ -748,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_both_sb_copies),
 		cmocka_unit_test(test_sb_copy_fields),
 		cmocka_unit_test(test_bitmap_header_fields),
+		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_dirty_log),
 		cmocka_unit_test(test_log_bad_op),
 		cmocka_unit_test(test_garbage),
