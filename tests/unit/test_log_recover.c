@@ -1237,7 +1237,8 @@ static void test_sxi_generations(void **state)
 			assert_int_equal(error, 0);
 			assert_int_equal(mp->m_rstats.rs_intents, 1);
 			assert_int_equal(sx_open(mp, "a", &fd[0]), 0);
-			assert_int_equal(sx_pread(mp, fd[0], buf, sizeof(buf), 0), (s64)sizeof(buf));
+			assert_int_equal(sx_pread(mp, fd[0], buf, sizeof(buf), 0),
+					 (s64)sizeof(buf));
 			for (i = 0; i < 4 * (int)BS; i++)
 				assert_int_equal(buf[i], i < 2 * (int)BS ? 0xa1 : 0xa0);
 			assert_int_equal(sx_close(mp, fd[0]), 0);
