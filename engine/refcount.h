@@ -28,7 +28,6 @@ extern const struct sx_btree_ops sx_refcbt_ops;
 int sx_refcount_adjust(struct sx_trans *tp, u64 bno, u64 len, int op, u32 max_steps,
 		       u64 *done);
 
-
 /**
  * sx_refcount_find_shared() - the first shared run inside [@bno, +@len):
  * *@sbno and *@slen (0 if none), for copy-on-write
