@@ -1086,6 +1086,7 @@ static void test_bui_unmap_pieces(void **state)
 	irec.br_startblock = bno;
 	assert_int_equal(sx_iget(mp, f.ino, f.gen, &ip), 0);
 	assert_int_equal(bmap_chain(mp, ip, map_irec, &irec), 0);
+	assert_int_equal(sx_irele(ip), 0);
 	assert_int_equal(sx_unmount(mp), 0);
 	img = sxt_bdev_copy(f.bd);
 
