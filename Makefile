@@ -184,7 +184,7 @@ FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS) $(T
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
 		  SX_FSX_OPS='$(FSX_OPS)' SX_THREADS_OPS='$(THREADS_OPS)' \
 		  SX_TOOL='$(abspath $(TOOL))' \
-		  SX_BUILD='$(abspath $(BUILD))' \
+		  SX_BUILD='$(abspath $(BUILD))' SX_VARIANT_LDFLAGS='$(VARIANT_LDFLAGS)' \
 		  bash scripts/run-tests.sh --logdir '$(BUILD)/test-logs' \
 		  --timeout '$(TEST_TIMEOUT)' --jobs '$(TEST_JOBS)' --filter '$(TESTS)' \
 		  -- $(TEST_BINS)

@@ -398,14 +398,6 @@ int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	return 0;
 }
 
-/* Read one block directly from the device. */
-int sx_buf_read_raw(struct sx_mount *mp, u64 blkno, void *data)
-{
-	if (blkno >= mp->m_sb.sb_dblocks)
-		return -EFSCORRUPTED;
-	return sx_dev_read(mp, blkno, 1, data);
-}
-
 /* Mark a locked buffer's contents unusable so the next lookup rereads. */
 void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp)
 {

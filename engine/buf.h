@@ -126,12 +126,6 @@ int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	       u64 owner, struct sx_buf **bpp);
 
-/**
- * sx_buf_read_raw() - read @blkno into @data, bypassing the cache and its
- * verifier (recovery, checker, log printer)
- */
-int sx_buf_read_raw(struct sx_mount *mp, u64 blkno, void *data);
-
 /** sx_buf_relse() - unlock and release a buffer */
 void sx_buf_relse(struct sx_buf *bp);
 

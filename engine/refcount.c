@@ -652,22 +652,6 @@ int sx_refcount_adjust(struct sx_trans *tp, u64 bno, u64 len, int op, u32 max_st
 	return error;
 }
 
-/* [@bno, +@len) gains an owner, all in @tp. */
-int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len)
-{
-	u64 done;
-
-	return sx_refcount_adjust(tp, bno, len, SX_CUI_INCREASE, 0, &done);
-}
-
-/* [@bno, +@len) loses an owner, all in @tp; blocks left with none are freed. */
-int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len)
-{
-	u64 done;
-
-	return sx_refcount_adjust(tp, bno, len, SX_CUI_DECREASE, 0, &done);
-}
-
 /* The first run of shared blocks inside [@bno, +@len). */
 int sx_refcount_find_shared(struct sx_mount *mp, struct sx_trans *tp, u64 bno, u64 len,
 			    u64 *sbno, u64 *slen)

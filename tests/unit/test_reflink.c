@@ -509,6 +509,44 @@ static void test_clone_cow_no_force(void **state)
 	assert_int_equal(sx_close(mp, b), 0);
 }
 
+/*
+ * More blocks left with one owner between two log forces than the record
+ * of them holds (32 extents): the oldest are folded together, which only
+ * widens what waits, so an overwrite in place of any of them still forces
+ * the log first, and once forced nothing waits.
+ */
+static void test_clone_unshare_many(void **state)
+{
+	enum { N = 40 };
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), b = mk("b");
+	u32 i;
+
+	put(a, 0, 2 * N * BS, 1);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	/* N separate punches leave a's even blocks its own, N extents apart */
+	for (i = 0; i < N; i++)
+		assert_int_equal(sx_punch(mp, b, 2 * i * BS, BS), 0);
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	assert_int_equal(refc(phys(a, BS, NULL)), 2);
+	sx_log_get_stats(mp, &st0);
+	/* the first one punched was folded away from its own entry */
+	put(a, 0, BS, 2);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces + 1);
+	/* that force made every punch durable: the last one waits no more */
+	put(a, 2 * (N - 1) * BS, BS, 3);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(st0.ls_forces, st1.ls_forces);
+	assert_true(holds(a, 0, BS, 2));
+	assert_true(holds(a, BS, BS, 1));
+	assert_true(holds(b, BS, BS, 1));
+	assert_true(holds(b, 0, BS, 0));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
 /* Many clone ranges and writes at random against a model of both files. */
 static void test_clone_random(void **state)
 {
@@ -798,6 +836,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clone_crash_unshare_clone_over, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow_no_force, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_unshare_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_unshare_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_falloc, setup,
