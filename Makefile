@@ -7,9 +7,14 @@
 #                        build and run every test; ends with "N passed, N failed"
 #   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
 #   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
+#   make faults          the fault loop at every N under ASan (tests/crash/fault_loop.c)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
-#   make coverage        gcov/lcov report of engine/ under build/coverage/
+#   make coverage        gcov/lcov report of core/ and engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
+#   make tsan            the tests under ThreadSanitizer (clang); make check
+#                        runs the thread stress under it when it can (else it
+#                        says why and counts it skipped)
+#   make threads-long    the thread stress, long, plain and under TSan
 #   make check-portable  engine/ includes only the platform header and its own
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
 #   make kcheck          the module in Linux 6.1 under qemu; make check runs it
@@ -40,6 +45,10 @@ TEST_JOBS	?= 1
 TESTS		?=
 # Operations of the fsx stress test (tests/stress/fsx.c); exported as SX_FSX_OPS.
 FSX_OPS		?=
+# Operations per thread and phase of the thread stress (tests/stress/threads.c),
+# exported as SX_THREADS_OPS; make threads-long's are THREADS_LONG_OPS.
+THREADS_OPS	?=
+THREADS_LONG_OPS ?= 20000
 
 # Skip scripts/deps.sh (no package check or install) with NODEPS=1.
 NODEPS		?=
@@ -92,6 +101,26 @@ TOOL_LDLIBS	:= -lkmod
 KCHECK		?= 1
 KMOD_DIR	:= $(BUILD)/kmod
 KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
+
+# ThreadSanitizer: the compiler (clang; gcc's TSan would do too), its flags,
+# the options every TSan program runs with (user-glue/tsan.supp says what it
+# leaves out and why; the crash tests fork a multi-threaded process, liburcu's
+# call_rcu thread included, and the children start threads: die_after_fork=0),
+# and make check's program that builds the thread stress with it and runs it,
+# or says why it cannot (TSAN=0 leaves it out).
+TSAN_CC		?= clang
+TSAN_CFLAGS	:= -fsanitize=thread -fno-omit-frame-pointer
+TSAN_LDFLAGS	:= -fsanitize=thread
+TSAN_OPTS	:= suppressions=$(CURDIR)/user-glue/tsan.supp second_deadlock_stack=1 history_size=4 \
+		   die_after_fork=0
+TSAN		?= 1
+TSAN_BIN	:= $(if $(filter 1,$(TSAN)),$(BUILD)/tests/tsan/threads-tsan)
+# make tsan's scale: TSan makes single-threaded work 20-30 times slower, so
+# the crash tests cut at the quick level's writes and fsx runs fewer operations.
+TSAN_CRASH_LEVEL ?= quick
+TSAN_FSX_OPS	?= 20000
+TSAN_SUBMAKE	= $(SUBMAKE) BUILD=$(BUILD)/tsan CC=$(TSAN_CC) VARIANT_CFLAGS="$(TSAN_CFLAGS)" \
+		  VARIANT_LDFLAGS="$(TSAN_LDFLAGS)"
 
 CORE_SRCS	:= $(sort $(wildcard core/*.c))
 GLUE_SRCS	:= $(sort $(wildcard user-glue/*.c))
@@ -168,9 +197,9 @@ FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS) $(T
 
 # Test-run environment (see scripts/run-tests.sh and README.md).
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
-		  SX_FSX_OPS='$(FSX_OPS)' \
+		  SX_FSX_OPS='$(FSX_OPS)' SX_THREADS_OPS='$(THREADS_OPS)' \
 		  SX_TOOL='$(abspath $(TOOL))' \
-		  SX_BUILD='$(abspath $(BUILD))' \
+		  SX_BUILD='$(abspath $(BUILD))' SX_VARIANT_LDFLAGS='$(VARIANT_LDFLAGS)' \
 		  bash scripts/run-tests.sh --logdir '$(BUILD)/test-logs' \
 		  --timeout '$(TEST_TIMEOUT)' --jobs '$(TEST_JOBS)' --filter '$(TESTS)' \
 		  -- $(TEST_BINS)
@@ -186,8 +215,8 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SECONDARY:
 .SUFFIXES:
 
-.PHONY: all lib tool tests test check demo crash-huge soak bench bench-xfs coverage asan ubsan check-portable \
-	install uninstall clean help deps fuzz fuzz-seeds FORCE
+.PHONY: all lib tool tests test check demo crash-huge faults soak bench bench-xfs coverage asan \
+	ubsan tsan threads-long check-portable install uninstall clean help deps fuzz fuzz-seeds FORCE
 
 # ---------------------------------------------------------------- main targets
 
@@ -199,12 +228,13 @@ tool: $(if $(TOOL_SRCS),$(TOOL),)
 
 tests: $(TEST_BINS)
 
-# Build and run the tests in $(BUILD) without the package check; kcheck is
-# one of the programs (it prints "0 passed, 0 failed, 1 skipped" and why
-# when it cannot run).
-test: lib tool tests $(KCHECK_BIN)
+# Build and run the tests in $(BUILD) without the package check; kcheck and
+# the thread stress under TSan are programs too (each prints "0 passed, 0
+# failed, 1 skipped" and why when it cannot run).
+test: lib tool tests $(KCHECK_BIN) $(TSAN_BIN)
 	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
-	@$(RUN_TESTS) $(KCHECK_BIN)
+	@$(if $(TSAN_BIN),bash scripts/tsan.sh probe $(TSAN_CC) || true)
+	@$(RUN_TESTS) $(KCHECK_BIN) $(TSAN_BIN)
 
 check:
 	@$(call DEPS,test)
@@ -229,6 +259,21 @@ crash-huge:
 	@$(call DEPS,test)
 	@$(SUBMAKE) $(BUILD)/tests/crash/crash_swap
 	SX_CRASH_LEVEL=long SX_SWAP_CASES=huge $(BUILD)/tests/crash/crash_swap
+
+# The fault loop (tests/crash/fault_loop.c) at every N: each device read,
+# write and flush and each allocation of every workload failing in turn,
+# once and forever; make check samples about 50 points per workload, kind
+# and mode.  Built with AddressSanitizer in the asan target's folder, so
+# that a leak the loop's own count cannot see (memory not taken through
+# sx_alloc(), or freed twice) fails it too: LeakSanitizer checks at exit
+# and its report makes the exit status nonzero.
+FAULTS_BUILD	:= $(BUILD)/asan
+faults:
+	@$(call DEPS,test)
+	@$(SUBMAKE) BUILD=$(FAULTS_BUILD) \
+		VARIANT_CFLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+		VARIANT_LDFLAGS="-fsanitize=address" $(FAULTS_BUILD)/tests/crash/fault_loop
+	$(ASAN_ENV) SX_CRASH_LEVEL=long $(FAULTS_BUILD)/tests/crash/fault_loop
 
 # The randomized tests (fsx, the seeded crash tests, the random unit tests)
 # on fresh seeds until SOAK_SECONDS are up (scripts/soak.sh); make check
@@ -296,9 +341,32 @@ ubsan:
 		VARIANT_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		VARIANT_LDFLAGS="-fsanitize=undefined" lib-static tool tests run-tests
 
+# The tests built with clang's ThreadSanitizer in $(BUILD)/tsan and run, at
+# TSAN_CRASH_LEVEL and TSAN_FSX_OPS; a TSan report fails the program that made
+# it (TSan's exit status 66).
+tsan:
+	@$(call DEPS,tsan)
+	@bash scripts/tsan.sh probe $(TSAN_CC) || { echo "tsan: cannot run here" >&2; exit 1; }
+	@TSAN_OPTIONS='$(TSAN_OPTS)' $(TSAN_SUBMAKE) CRASH_LEVEL=$(TSAN_CRASH_LEVEL) \
+		FSX_OPS=$(TSAN_FSX_OPS) lib-static tool tests run-tests
+
+# The thread stress, long: THREADS_LONG_OPS operations per thread and phase
+# in the plain build, a tenth of them under TSan (skipped, with the reason,
+# when TSan cannot run here).
+threads-long:
+	@$(call DEPS,test)
+	@$(SUBMAKE) $(BUILD)/tests/stress/threads $(BUILD)/tests/tsan/threads-tsan
+	SX_THREADS_OPS=$(THREADS_LONG_OPS) $(BUILD)/tests/stress/threads
+	TSAN_OPTIONS='$(TSAN_OPTS)' SX_TSAN_THREADS_OPS=$$(($(THREADS_LONG_OPS) / 10)) \
+		$(BUILD)/tests/tsan/threads-tsan
+
 # Internal helpers for the variant builds.
-.PHONY: lib-static run-tests
+.PHONY: lib-static run-tests tsan-threads-bin
 lib-static: $(LIBA)
+
+# The thread stress with TSan in $(BUILD)/tsan (scripts/tsan.sh stress).
+tsan-threads-bin:
+	@$(TSAN_SUBMAKE) $(BUILD)/tsan/tests/stress/threads
 
 run-tests: tool tests
 	@$(RUN_TESTS)
@@ -391,6 +459,14 @@ kcheck:
 $(INSTALL_CHECK): tests/install/install-check.sh
 	@mkdir -p $(@D)
 	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" && exec bash tests/install/install-check.sh "$(abspath $(BUILD))"' > $@
+	@chmod +x $@
+
+# The thread stress under TSan as a test program of run-tests.sh.
+$(BUILD)/tests/tsan/threads-tsan: scripts/tsan.sh
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" || exit 1' \
+		'export TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTS)}"' \
+		'exec bash scripts/tsan.sh stress "$(abspath $(BUILD))" "$(TSAN_CC)"' > $@
 	@chmod +x $@
 
 # kcheck as a test program of run-tests.sh: a skip is "1 skipped", not a failure.
@@ -542,10 +618,13 @@ help:
 	@echo "  test            build and run the tests only (no deps, no check-portable)"
 	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE': an atomic update, a crashed swap"
 	@echo "  crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)"
+	@echo "  faults          the fault loop at every N under ASan: each I/O and allocation failing"
 	@echo "  soak            fsx and the seeded tests with fresh seeds for SOAK_SECONDS (now: $(SOAK_SECONDS))"
 	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
+	@echo "  tsan            tests under ThreadSanitizer (TSAN_CC=$(TSAN_CC)) in $(BUILD)/tsan"
+	@echo "  threads-long    the thread stress, THREADS_LONG_OPS=$(THREADS_LONG_OPS), plain and TSan"
 	@echo "  check-portable  engine/ includes and freestanding compile"
 	@echo "  fuzz            libFuzzer targets of tests/fuzz/ under ASan+UBSan, FUZZ_SECONDS each (now: $(FUZZ_SECONDS))"
 	@echo "  fuzz-seeds      regenerate tests/fuzz/corpus/ from images the engine makes"
@@ -560,6 +639,8 @@ help:
 	@echo "                                 instead of their fixed seeds"
 	@echo "  TESTS='log crc'                run only programs whose name contains a word"
 	@echo "  FSX_OPS=N                      operations of the fsx stress test (default 100000)"
+	@echo "  THREADS_OPS=N                  thread stress: operations per thread and phase (1000)"
+	@echo "  TSAN=0                         make check/test without the thread stress under TSan"
 	@echo "  TEST_TIMEOUT=S                 per-program timeout in seconds (now: $(TEST_TIMEOUT))"
 	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
 	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"
