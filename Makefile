@@ -7,10 +7,15 @@
 #                        build and run every test; ends with "N passed, N failed"
 #   make demo            build and run `swapext demo $(DEMO_IMAGE)`: the atomic swap
 #   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
+#   make faults          the fault loop at every N under ASan (tests/crash/fault_loop.c)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
-#   make coverage        gcov/lcov report of engine/ under build/coverage/
+#   make coverage        gcov/lcov report of core/ and engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make fieldfuzz       field fuzzing of golden images under ASan+UBSan (~25 min)
+#   make tsan            the tests under ThreadSanitizer (clang); make check
+#                        runs the thread stress under it when it can (else it
+#                        says why and counts it skipped)
+#   make threads-long    the thread stress, long, plain and under TSan
 #   make check-portable  engine/ includes only the platform header and its own
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
 #   make kcheck          the module in Linux 6.1 under qemu; make check runs it
@@ -41,6 +46,10 @@ TEST_JOBS	?= 1
 TESTS		?=
 # Operations of the fsx stress test (tests/stress/fsx.c); exported as SX_FSX_OPS.
 FSX_OPS		?=
+# Operations per thread and phase of the thread stress (tests/stress/threads.c),
+# exported as SX_THREADS_OPS; make threads-long's are THREADS_LONG_OPS.
+THREADS_OPS	?=
+THREADS_LONG_OPS ?= 20000
 
 # Skip scripts/deps.sh (no package check or install) with NODEPS=1.
 NODEPS		?=
@@ -94,6 +103,26 @@ KCHECK		?= 1
 KMOD_DIR	:= $(BUILD)/kmod
 KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
 
+# ThreadSanitizer: the compiler (clang; gcc's TSan would do too), its flags,
+# the options every TSan program runs with (user-glue/tsan.supp says what it
+# leaves out and why; the crash tests fork a multi-threaded process, liburcu's
+# call_rcu thread included, and the children start threads: die_after_fork=0),
+# and make check's program that builds the thread stress with it and runs it,
+# or says why it cannot (TSAN=0 leaves it out).
+TSAN_CC		?= clang
+TSAN_CFLAGS	:= -fsanitize=thread -fno-omit-frame-pointer
+TSAN_LDFLAGS	:= -fsanitize=thread
+TSAN_OPTS	:= suppressions=$(CURDIR)/user-glue/tsan.supp second_deadlock_stack=1 history_size=4 \
+		   die_after_fork=0
+TSAN		?= 1
+TSAN_BIN	:= $(if $(filter 1,$(TSAN)),$(BUILD)/tests/tsan/threads-tsan)
+# make tsan's scale: TSan makes single-threaded work 20-30 times slower, so
+# the crash tests cut at the quick level's writes and fsx runs fewer operations.
+TSAN_CRASH_LEVEL ?= quick
+TSAN_FSX_OPS	?= 20000
+TSAN_SUBMAKE	= $(SUBMAKE) BUILD=$(BUILD)/tsan CC=$(TSAN_CC) VARIANT_CFLAGS="$(TSAN_CFLAGS)" \
+		  VARIANT_LDFLAGS="$(TSAN_LDFLAGS)"
+
 CORE_SRCS	:= $(sort $(wildcard core/*.c))
 GLUE_SRCS	:= $(sort $(wildcard user-glue/*.c))
 LIB_SRCS	:= $(CORE_SRCS) $(sort $(wildcard engine/*.c engine/diag/*.c)) $(GLUE_SRCS)
@@ -105,6 +134,12 @@ STRESS_SRCS	:= $(sort $(wildcard tests/stress/*.c))
 BENCH_SRCS	:= $(sort $(wildcard bench/*.c))
 # Field fuzzing (tests/fieldfuzz/ffz.h): one program of several files.
 FFZ_SRCS	:= $(sort $(wildcard tests/fieldfuzz/*.c))
+# Fuzz targets (tests/fuzz/fuzz_*.c), what they share, the replay driver
+# and the seed generator.
+FZ_TARGET_SRCS	:= $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FZ_NAMES	:= $(FZ_TARGET_SRCS:tests/fuzz/fuzz_%.c=%)
+FZ_COMMON_SRCS	:= tests/fuzz/fz_common.c tests/fuzz/fz_tree.c
+FZ_ALL_SRCS	:= $(sort $(wildcard tests/fuzz/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
@@ -121,6 +156,9 @@ CRASH_OBJS	:= $(CRASH_SRCS:%.c=$(OBJ)/%.o)
 STRESS_OBJS	:= $(STRESS_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS	:= $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 FFZ_OBJS	:= $(FFZ_SRCS:%.c=$(OBJ)/%.o)
+FZ_TARGET_OBJS	:= $(FZ_TARGET_SRCS:%.c=$(OBJ)/%.o)
+FZ_COMMON_OBJS	:= $(FZ_COMMON_SRCS:%.c=$(OBJ)/%.o)
+FZ_ALL_OBJS	:= $(FZ_ALL_SRCS:%.c=$(OBJ)/%.o)
 
 LIBA		:= $(BUILD)/libswapext.a
 CORE_LIBA	:= $(BUILD)/libswapext-core.a
@@ -137,7 +175,13 @@ STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
 FFZ_BIN		:= $(if $(FFZ_SRCS),$(BUILD)/tests/fieldfuzz/fieldfuzz)
 # make install into a scratch folder and a program built on what it installed
 INSTALL_CHECK	:= $(BUILD)/tests/install/install-check
-TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(FFZ_BIN) $(INSTALL_CHECK)
+# The fuzz corpus and every kept crasher through every target (tests/fuzz/fz_replay.c)
+FZ_REPLAY	:= $(BUILD)/tests/fuzz/fz-replay
+FZ_MKSEEDS	:= $(BUILD)/tests/fuzz/fz-mkseeds
+FZ_REPLAY_TEST	:= $(BUILD)/tests/fuzz/fuzz-replay
+# libFuzzer binaries: only in the fuzz variant build ($(BUILD)/fuzz)
+FZ_FUZZ_BINS	:= $(FZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%)
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(FFZ_BIN) $(INSTALL_CHECK) $(FZ_REPLAY_TEST)
 BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
@@ -150,7 +194,7 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
 ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
-		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS)
+		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS) $(FZ_ALL_OBJS)
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -158,9 +202,9 @@ FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS) $(T
 
 # Test-run environment (see scripts/run-tests.sh and README.md).
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
-		  SX_FSX_OPS='$(FSX_OPS)' \
+		  SX_FSX_OPS='$(FSX_OPS)' SX_THREADS_OPS='$(THREADS_OPS)' \
 		  SX_TOOL='$(abspath $(TOOL))' \
-		  SX_BUILD='$(abspath $(BUILD))' \
+		  SX_BUILD='$(abspath $(BUILD))' SX_VARIANT_LDFLAGS='$(VARIANT_LDFLAGS)' \
 		  bash scripts/run-tests.sh --logdir '$(BUILD)/test-logs' \
 		  --timeout '$(TEST_TIMEOUT)' --jobs '$(TEST_JOBS)' --filter '$(TESTS)' \
 		  -- $(TEST_BINS)
@@ -176,9 +220,9 @@ UBSAN_ENV	:= UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .SECONDARY:
 .SUFFIXES:
 
-.PHONY: all lib tool tests test check demo crash-huge soak bench bench-xfs coverage asan ubsan check-portable \
-	fieldfuzz \
-	install uninstall clean help deps FORCE
+.PHONY: all lib tool tests test check demo crash-huge faults soak bench bench-xfs coverage asan \
+	ubsan tsan threads-long check-portable install uninstall clean help deps fuzz fuzz-seeds \
+	fieldfuzz FORCE
 
 # ---------------------------------------------------------------- main targets
 
@@ -190,12 +234,13 @@ tool: $(if $(TOOL_SRCS),$(TOOL),)
 
 tests: $(TEST_BINS)
 
-# Build and run the tests in $(BUILD) without the package check; kcheck is
-# one of the programs (it prints "0 passed, 0 failed, 1 skipped" and why
-# when it cannot run).
-test: lib tool tests $(KCHECK_BIN)
+# Build and run the tests in $(BUILD) without the package check; kcheck and
+# the thread stress under TSan are programs too (each prints "0 passed, 0
+# failed, 1 skipped" and why when it cannot run).
+test: lib tool tests $(KCHECK_BIN) $(TSAN_BIN)
 	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
-	@$(RUN_TESTS) $(KCHECK_BIN)
+	@$(if $(TSAN_BIN),bash scripts/tsan.sh probe $(TSAN_CC) || true)
+	@$(RUN_TESTS) $(KCHECK_BIN) $(TSAN_BIN)
 
 check:
 	@$(call DEPS,test)
@@ -220,6 +265,21 @@ crash-huge:
 	@$(call DEPS,test)
 	@$(SUBMAKE) $(BUILD)/tests/crash/crash_swap
 	SX_CRASH_LEVEL=long SX_SWAP_CASES=huge $(BUILD)/tests/crash/crash_swap
+
+# The fault loop (tests/crash/fault_loop.c) at every N: each device read,
+# write and flush and each allocation of every workload failing in turn,
+# once and forever; make check samples about 50 points per workload, kind
+# and mode.  Built with AddressSanitizer in the asan target's folder, so
+# that a leak the loop's own count cannot see (memory not taken through
+# sx_alloc(), or freed twice) fails it too: LeakSanitizer checks at exit
+# and its report makes the exit status nonzero.
+FAULTS_BUILD	:= $(BUILD)/asan
+faults:
+	@$(call DEPS,test)
+	@$(SUBMAKE) BUILD=$(FAULTS_BUILD) \
+		VARIANT_CFLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+		VARIANT_LDFLAGS="-fsanitize=address" $(FAULTS_BUILD)/tests/crash/fault_loop
+	$(ASAN_ENV) SX_CRASH_LEVEL=long $(FAULTS_BUILD)/tests/crash/fault_loop
 
 # The randomized tests (fsx, the seeded crash tests, the random unit tests)
 # on fresh seeds until SOAK_SECONDS are up (scripts/soak.sh); make check
@@ -304,12 +364,104 @@ ubsan:
 		VARIANT_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		VARIANT_LDFLAGS="-fsanitize=undefined" lib-static tool tests run-tests
 
+# The tests built with clang's ThreadSanitizer in $(BUILD)/tsan and run, at
+# TSAN_CRASH_LEVEL and TSAN_FSX_OPS; a TSan report fails the program that made
+# it (TSan's exit status 66).
+tsan:
+	@$(call DEPS,tsan)
+	@bash scripts/tsan.sh probe $(TSAN_CC) || { echo "tsan: cannot run here" >&2; exit 1; }
+	@TSAN_OPTIONS='$(TSAN_OPTS)' $(TSAN_SUBMAKE) CRASH_LEVEL=$(TSAN_CRASH_LEVEL) \
+		FSX_OPS=$(TSAN_FSX_OPS) lib-static tool tests run-tests
+
+# The thread stress, long: THREADS_LONG_OPS operations per thread and phase
+# in the plain build, a tenth of them under TSan (skipped, with the reason,
+# when TSan cannot run here).
+threads-long:
+	@$(call DEPS,test)
+	@$(SUBMAKE) $(BUILD)/tests/stress/threads $(BUILD)/tests/tsan/threads-tsan
+	SX_THREADS_OPS=$(THREADS_LONG_OPS) $(BUILD)/tests/stress/threads
+	TSAN_OPTIONS='$(TSAN_OPTS)' SX_TSAN_THREADS_OPS=$$(($(THREADS_LONG_OPS) / 10)) \
+		$(BUILD)/tests/tsan/threads-tsan
+
 # Internal helpers for the variant builds.
-.PHONY: lib-static run-tests
+.PHONY: lib-static run-tests tsan-threads-bin
 lib-static: $(LIBA)
+
+# The thread stress with TSan in $(BUILD)/tsan (scripts/tsan.sh stress).
+tsan-threads-bin:
+	@$(TSAN_SUBMAKE) $(BUILD)/tsan/tests/stress/threads
 
 run-tests: tool tests
 	@$(RUN_TESTS)
+
+# ---------------------------------------------------------------- fuzzing
+
+# make fuzz: every target of tests/fuzz/ under libFuzzer with ASan and UBSan
+# for FUZZ_SECONDS each (0: replay the checked-in inputs once), from its
+# checked-in corpus (tests/fuzz/corpus/) and kept crashers
+# (tests/fuzz/crashers/) into a working corpus in $(FUZZ_BUILD)/corpus/;
+# what crashes, leaks, hangs or allocates too much is copied to
+# tests/fuzz/crashers/<target>/ (scripts/fuzz.sh).  The library is a variant
+# build in $(FUZZ_BUILD) with -fsanitize=fuzzer-no-link.  Without clang's
+# libFuzzer the corpus is only replayed.
+FUZZ_SECONDS	?= 60
+FUZZ_TARGETS	?= $(FZ_NAMES)
+FUZZ_CC		?= clang
+FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		   -fno-omit-frame-pointer
+FUZZ_BUILD	:= $(BUILD)/fuzz
+# Lazily: only the fuzz target pays for the probe.
+FUZZ_HAVE	= $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' | \
+		    $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null \
+		    2>/dev/null && echo 1)
+
+fuzz:
+	@$(call DEPS,test)
+	@if [ "$(FUZZ_HAVE)" = 1 ]; then \
+		$(SUBMAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) \
+			VARIANT_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link -DFZ_LIBFUZZER" \
+			VARIANT_LDFLAGS="$(FUZZ_SAN)" fuzz-bins || exit 1; \
+		bash scripts/fuzz.sh --build '$(FUZZ_BUILD)' --seconds '$(FUZZ_SECONDS)' \
+			$(FUZZ_TARGETS); \
+	else \
+		$(SUBMAKE) $(FZ_REPLAY) || exit 1; \
+		bash scripts/fuzz.sh --replay '$(FZ_REPLAY)' $(FUZZ_TARGETS); \
+	fi
+
+# Regenerate the seed corpus from images and logs the engine makes.  The
+# fuzzed-* inputs (what make fuzz found that reaches new edges, minimized
+# with libFuzzer's -merge=1; README "Fuzzing") are not generated: they stay.
+fuzz-seeds: $(FZ_MKSEEDS)
+	find tests/fuzz/corpus -type f ! -name 'fuzzed-*' -delete 2>/dev/null || true
+	$(FZ_MKSEEDS) tests/fuzz/corpus
+
+.PHONY: fuzz-bins
+fuzz-bins: $(FZ_FUZZ_BINS)
+
+$(FZ_FUZZ_BINS): $(BUILD)/tests/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(FZ_COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@ (libFuzzer)"
+	@$(CC) -fsanitize=fuzzer $(ALL_LDFLAGS) -o $@ $< $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+
+$(FZ_REPLAY): $(OBJ)/tests/fuzz/fz_replay.o $(OBJ)/tests/fuzz/fz_selftest.o $(FZ_TARGET_OBJS) \
+	      $(FZ_COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(OBJ)/tests/fuzz/fz_selftest.o $(FZ_TARGET_OBJS) \
+		$(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+
+$(FZ_MKSEEDS): $(OBJ)/tests/fuzz/fz_mkseeds.o $(FZ_COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(FZ_COMMON_OBJS) $(LIBA) $(LDLIBS)
+
+# The replay as a test program of run-tests.sh: built as the other tests
+# are (plain in make check, sanitized in make asan and make ubsan), it runs
+# the checked-in corpus and crashers through every target in a second.
+$(FZ_REPLAY_TEST): $(FZ_REPLAY)
+	@printf '%s\n' '#!/bin/sh' \
+		'exec "$(abspath $(FZ_REPLAY))" "$(CURDIR)/tests/fuzz" "$$@"' > $@.tmp
+	@chmod +x $@.tmp && mv $@.tmp $@
 
 # ---------------------------------------------------------------- kernel module
 
@@ -330,6 +482,14 @@ kcheck:
 $(INSTALL_CHECK): tests/install/install-check.sh
 	@mkdir -p $(@D)
 	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" && exec bash tests/install/install-check.sh "$(abspath $(BUILD))"' > $@
+	@chmod +x $@
+
+# The thread stress under TSan as a test program of run-tests.sh.
+$(BUILD)/tests/tsan/threads-tsan: scripts/tsan.sh
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" || exit 1' \
+		'export TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTS)}"' \
+		'exec bash scripts/tsan.sh stress "$(abspath $(BUILD))" "$(TSAN_CC)"' > $@
 	@chmod +x $@
 
 # kcheck as a test program of run-tests.sh: a skip is "1 skipped", not a failure.
@@ -489,13 +649,18 @@ help:
 	@echo "  test            build and run the tests only (no deps, no check-portable)"
 	@echo "  demo            build and run '$(TOOL) demo DEMO_IMAGE': an atomic update, a crashed swap"
 	@echo "  crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)"
+	@echo "  faults          the fault loop at every N under ASan: each I/O and allocation failing"
 	@echo "  soak            fsx and the seeded tests with fresh seeds for SOAK_SECONDS (now: $(SOAK_SECONDS))"
 	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
 	@echo "  fieldfuzz       every field of golden images damaged 8 ways, under ASan+UBSan"
 	@echo "                  (FIELDFUZZ_ARGS; figures in $(BUILD)/fieldfuzz/report.md)"
+	@echo "  tsan            tests under ThreadSanitizer (TSAN_CC=$(TSAN_CC)) in $(BUILD)/tsan"
+	@echo "  threads-long    the thread stress, THREADS_LONG_OPS=$(THREADS_LONG_OPS), plain and TSan"
 	@echo "  check-portable  engine/ includes and freestanding compile"
+	@echo "  fuzz            libFuzzer targets of tests/fuzz/ under ASan+UBSan, FUZZ_SECONDS each (now: $(FUZZ_SECONDS))"
+	@echo "  fuzz-seeds      regenerate tests/fuzz/corpus/ from images the engine makes"
 	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
 	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"
 	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
@@ -507,10 +672,13 @@ help:
 	@echo "                                 instead of their fixed seeds"
 	@echo "  TESTS='log crc'                run only programs whose name contains a word"
 	@echo "  FSX_OPS=N                      operations of the fsx stress test (default 100000)"
+	@echo "  THREADS_OPS=N                  thread stress: operations per thread and phase (1000)"
+	@echo "  TSAN=0                         make check/test without the thread stress under TSan"
 	@echo "  TEST_TIMEOUT=S                 per-program timeout in seconds (now: $(TEST_TIMEOUT))"
 	@echo "  TEST_JOBS=N                    test programs run at once (now: $(TEST_JOBS))"
 	@echo "  DEMO_IMAGE=PATH                image for 'make demo' (now: $(DEMO_IMAGE))"
 	@echo "  BENCH_XFS_N='N ...'            extents per file for bench-xfs (now: $(BENCH_XFS_N))"
+	@echo "  FUZZ_SECONDS=S, FUZZ_TARGETS='sb log ...'  make fuzz: time per target, which targets"
 	@echo "  NODEPS=1                       skip scripts/deps.sh"
 	@echo "  KCHECK=0                       make check/test without kcheck"
 	@echo "  DEBUG=0                        build without ASSERT (SX_DEBUG)"

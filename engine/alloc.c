@@ -291,6 +291,7 @@ static int alloc_resync(struct sx_mount *mp, struct sx_alloc *a)
 	u32 i, idx;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&a->a_bm0->b_lock));
 	/* the previous owner's buffer pointers mean nothing from here on */
 	for (i = 0; i < a->a_nlist; i++)
 		a->a_joined[a->a_list[i]] = NULL;
@@ -359,6 +360,7 @@ static int alloc_join(struct sx_trans *tp, struct sx_alloc *a, u32 idx,
 	struct sx_mount *mp = tp->t_mp;
 	int error;
 
+	ASSERT(a->a_owner == tp && sx_mutex_is_held(&a->a_bm0->b_lock));
 	if (!a->a_joined[idx]) {
 		error = sx_trans_read_buf(tp, mp->m_sb.sb_bmapstart + idx,
 					  &sx_bitmap_buf_ops, 0, &a->a_joined[idx]);
@@ -523,6 +525,7 @@ static int alloc_change(struct sx_trans *tp, struct sx_alloc *a, u64 bno, u64 le
 	u32 idx[2], n, i;
 	int error;
 
+	ASSERT(a->a_owner == tp && sx_mutex_is_held(&a->a_bm0->b_lock));
 	idx[0] = (u32)(bno / a->a_bits);
 	idx[1] = (u32)((bno + len - 1) / a->a_bits);
 	n = idx[0] == idx[1] ? 1 : 2;
@@ -810,6 +813,14 @@ u64 sx_alloc_free_blocks(struct sx_mount *mp)
 	total = a->a_total;
 	sx_mutex_unlock(&a->a_lock);
 	return total;
+}
+
+/* True if the calling thread holds bitmap block 0: a transaction of it owns the allocator. */
+bool sx_alloc_owned(struct sx_mount *mp)
+{
+	struct sx_alloc *a = mp->m_alloc;
+
+	return a && sx_mutex_is_held(&a->a_bm0->b_lock);
 }
 
 /* Read whether block @bno is free, as the owner sees it if the caller is one. */

@@ -61,6 +61,12 @@ int sx_alloc_reuse_barrier(struct sx_mount *mp);
 /** sx_alloc_free_blocks() - exact count of free blocks */
 u64 sx_alloc_free_blocks(struct sx_mount *mp);
 
+/**
+ * sx_alloc_owned() - true if the calling thread holds the allocator (bitmap
+ * block 0, which an allocating or freeing transaction keeps until it ends)
+ */
+bool sx_alloc_owned(struct sx_mount *mp);
+
 /** sx_alloc_is_free() - read whether @bno is free (for the checker and tests) */
 int sx_alloc_is_free(struct sx_mount *mp, u64 bno, bool *freep);
 

@@ -73,6 +73,7 @@ static void sx_buf_free(struct sx_buf *bp)
 /* Take @bp out of the cache and free it (cache lock held, no references). */
 static void sx_bcache_evict(struct sx_bcache *bc, struct sx_buf *bp)
 {
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	ASSERT(bp->b_refs == 0 && bp->b_pin == 0);
 	if (bp->b_state & SX_BS_LRU)
 		sx_list_del(&bp->b_lru);
@@ -121,6 +122,7 @@ void sx_bcache_get_stats(struct sx_mount *mp, struct sx_bcache_stats *st)
 /* Reclaim clean unreferenced buffers until the cache is within @target. */
 static void sx_bcache_shrink(struct sx_bcache *bc, u32 target)
 {
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	while (bc->bc_count > target && !sx_list_empty(&bc->bc_lru)) {
 		struct sx_buf *bp = sx_list_first(&bc->bc_lru, struct sx_buf, b_lru);
 
@@ -156,6 +158,7 @@ static struct sx_buf *sx_bcache_find(struct sx_bcache *bc, u64 blkno)
 {
 	struct sx_list *head = sx_bcache_bucket(bc, blkno), *pos;
 
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	sx_list_for_each(pos, head) {
 		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
 
@@ -212,6 +215,7 @@ void sx_buf_hold(struct sx_buf *bp)
 /* Drop a reference under the cache lock; the last one parks or frees it. */
 static void sx_buf_rele_locked(struct sx_bcache *bc, struct sx_buf *bp)
 {
+	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	ASSERT(bp->b_refs > 0);
 	if (--bp->b_refs > 0)
 		return;
@@ -270,6 +274,8 @@ again:
 		nbp->b_blkno = blkno;
 		nbp->b_bc = bc;
 		sx_mutex_init(&nbp->b_lock);
+		/* ordered by the block's role (inode.c), which changes with reuse */
+		sx_mutex_set_unordered(&nbp->b_lock);
 		sx_list_init(&nbp->b_lru);
 		sx_list_init(&nbp->b_dirty);
 		sx_list_init(&nbp->b_tlist);
@@ -392,19 +398,12 @@ int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	return 0;
 }
 
-/* Read one block directly from the device. */
-int sx_buf_read_raw(struct sx_mount *mp, u64 blkno, void *data)
-{
-	if (blkno >= mp->m_sb.sb_dblocks)
-		return -EFSCORRUPTED;
-	return sx_dev_read(mp, blkno, 1, data);
-}
-
 /* Mark a locked buffer's contents unusable so the next lookup rereads. */
 void sx_buf_invalidate(struct sx_mount *mp, struct sx_buf *bp)
 {
 	struct sx_bcache *bc = mp->m_bcache;
 
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	sx_mutex_lock(&bc->bc_lock);
 	if (!(bp->b_state & SX_BS_DIRTY) && bp->b_pin == 0)
 		bp->b_state |= SX_BS_INVALID;
@@ -475,6 +474,7 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 	u64 lsn;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	sx_mutex_lock(&mp->m_bcache->bc_lock);
 	lsn = bp->b_lsn;
 	sx_mutex_unlock(&mp->m_bcache->bc_lock);

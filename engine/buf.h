@@ -15,6 +15,7 @@
 
 struct sx_trans;
 struct sx_cil_trans;
+struct sx_buf;
 
 /* Per-type verifier: the generic header checks run first. */
 struct sx_buf_ops {
@@ -22,6 +23,12 @@ struct sx_buf_ops {
 	u32		bo_magic;
 	/* type-specific structure checks; -EFSCORRUPTED on failure */
 	int		(*bo_verify)(struct sx_mount *mp, const void *data);
+	/*
+	 * A cancelled transaction put the block's contents back (optional):
+	 * in-core state taken from the block must follow it.  Called with
+	 * the buffer locked, before the transaction lets it go.
+	 */
+	void		(*bo_cancel)(struct sx_mount *mp, struct sx_buf *bp);
 };
 
 /* Dirty regions are tracked in chunks of this many bytes. */
@@ -118,12 +125,6 @@ int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
  */
 int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	       u64 owner, struct sx_buf **bpp);
-
-/**
- * sx_buf_read_raw() - read @blkno into @data, bypassing the cache and its
- * verifier (recovery, checker, log printer)
- */
-int sx_buf_read_raw(struct sx_mount *mp, u64 blkno, void *data);
 
 /** sx_buf_relse() - unlock and release a buffer */
 void sx_buf_relse(struct sx_buf *bp);

@@ -232,7 +232,7 @@ int sx_defer_log_intents(struct sx_trans *tp)
 }
 
 /* The intents of @list are in a committed transaction now. */
-static void sx_defer_mark_committed(struct sx_list *list)
+void sx_defer_committed(struct sx_list *list)
 {
 	struct sx_list *pos;
 
@@ -254,7 +254,7 @@ void sx_defer_detach(struct sx_trans *tp, struct sx_list *list)
 /* ... and hand it, its intents now committed, to the next one */
 void sx_defer_attach(struct sx_trans *tp, struct sx_list *list)
 {
-	sx_defer_mark_committed(list);
+	sx_defer_committed(list);
 	sx_defer_splice_tail(list, &tp->t_dfops);
 }
 
@@ -382,6 +382,7 @@ static u32 sx_defer_relog_bytes(const struct sx_defer_pending *dp)
 static int sx_defer_roll(struct sx_trans **tpp, struct sx_list *chain)
 {
 	struct sx_trans *tp = *tpp;
+	bool committed;
 	u32 res = 0;
 	int error;
 
@@ -392,11 +393,11 @@ static int sx_defer_roll(struct sx_trans **tpp, struct sx_list *chain)
 
 		res = sx_defer_chain_bytes(tp->t_mp, dp->dp_ops);
 	}
-	error = sx_trans_roll_res(tpp, res);
-	if (error)
-		return error;
-	sx_defer_mark_committed(chain);
-	return 0;
+	error = sx_trans_roll_res(tpp, res, &committed);
+	/* logged in the step just committed: promised, even if the roll failed after */
+	if (committed)
+		sx_defer_committed(chain);
+	return error;
 }
 
 /*
@@ -468,7 +469,12 @@ static int sx_defer_step(struct sx_trans *tp, struct sx_list *chain)
 	error = sx_defer_log_intents(tp);
 	if (!error && dp->dp_count)
 		error = sx_defer_log_intent(tp, dp);
-	if (dp->dp_count)
+	/*
+	 * A pending whose last item is done goes only with the step that
+	 * logged its done item: if that step fails, its committed intent is
+	 * still owed, and the chain must see it to shut down.
+	 */
+	if (dp->dp_count || error)
 		sx_list_add(&dp->dp_list, chain);
 	else
 		sx_free(dp);

@@ -89,6 +89,8 @@ int sx_defer_log_intents(struct sx_trans *tp);
 void sx_defer_detach(struct sx_trans *tp, struct sx_list *list);
 void sx_defer_attach(struct sx_trans *tp, struct sx_list *list);
 void sx_defer_drop(struct sx_mount *mp, struct sx_list *list);
+/* the transaction that logged the intents of @list's work reached the log */
+void sx_defer_committed(struct sx_list *list);
 
 /**
  * sx_defer_step_bytes() - log space a transaction of a chain needs for one

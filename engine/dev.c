@@ -105,6 +105,7 @@ int sx_write_sb(struct sx_mount *mp)
 {
 	int error;
 
+	ASSERT(sx_mutex_is_held(&mp->m_sb_lock));
 	if (sx_is_shutdown(mp))
 		return -EIO;
 	error = sx_fault("sb_write");

@@ -132,6 +132,7 @@ static int sx_fd_grow(struct sx_files *ft)
 	struct sx_fd_slot *slots;
 	u32 n = ft->f_nslots * 2;
 
+	ASSERT(sx_mutex_is_held(&ft->f_lock));
 	if (n > SX_FD_MAX)
 		return -EMFILE;
 	slots = sx_zalloc((size_t)n * sizeof(*slots), 0);
@@ -348,8 +349,10 @@ static int sx_file_lookup(struct sx_trans *tp, struct sx_inode *dp, const char *
 	if (error)
 		return error;
 	if ((ip->i_mode & SX_IFMT) != SX_IFREG) {
+		/* the answer first: the reference is all that keeps @ip */
+		error = (ip->i_mode & SX_IFMT) == SX_IFDIR ? -EISDIR : -EFSCORRUPTED;
 		sx_irele(ip);
-		return (ip->i_mode & SX_IFMT) == SX_IFDIR ? -EISDIR : -EFSCORRUPTED;
+		return error;
 	}
 	/*
 	 * A name of an inode without links: damage (names and links change
@@ -918,7 +921,9 @@ SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st)
 /*
  * Set the user flags of @fd (IMMUTABLE, APPEND, SWAPFILE).  REFLINK belongs
  * to the engine: it stays as it is whether @flags carries it or not, and
- * asking for it on a file that does not have it is -EINVAL.
+ * asking for it on a file that does not have it is -EINVAL.  The flags
+ * change under both locks, the iolock exclusive: the data path, clone and
+ * swap read them holding the iolock only.
  */
 SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 {
@@ -936,10 +941,12 @@ SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 		error = -EINVAL;
 	if (!error)
 		error = sx_file_writable(mp);
-	if (!error)
-		error = sx_trans_alloc(mp, sx_inode_res_bytes(mp), 0, &tp);
 	if (error)
 		goto out_rele;
+	sx_ilock(ip, SX_IOLOCK_EXCL);
+	error = sx_trans_alloc(mp, sx_inode_res_bytes(mp), 0, &tp);
+	if (error)
+		goto out_iounlock;
 	sx_ilock(ip, SX_ILOCK_EXCL);
 	if (flags & ~SX_FILE_USER_FLAGS & ~ip->i_flags) {
 		error = -EINVAL;
@@ -955,6 +962,8 @@ SX_API int sx_setflags(struct sx_mount *mp, int fd, u32 flags)
 		error = sx_trans_commit(tp);
 out_unlock:
 	sx_iunlock(ip, SX_ILOCK_EXCL);
+out_iounlock:
+	sx_iunlock(ip, SX_IOLOCK_EXCL);
 out_rele:
 	sx_irele(ip);
 	return error;

@@ -13,6 +13,9 @@
  *    in place: sx_alloc_reuse_barrier() forces the log when blocks were
  *    freed since the last force, before data goes into new blocks (else a
  *    crash could give the block back to its old owner with our data in it).
+ *    Every allocation of data blocks calls it right after the allocation
+ *    (a write into a hole, fallocate, copy-on-write): no earlier, or a free
+ *    committed in between would not be covered.
  *  - Shared blocks are never written in place: sx_reflink_cow() gives the
  *    file its own copies first.  Nor are blocks whose other owners let go
  *    of them in a transaction that is not yet durable (a copy-on-write,
@@ -150,20 +153,32 @@ static void sx_file_touch(struct sx_inode *ip)
 {
 	s64 now = (s64)sx_wall_ns();
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	ip->i_mtime = now;
 	ip->i_ctime = now;
 }
 
-/* Start a transaction on the file and take its ilock. */
+/*
+ * Start a transaction on the file, take its ilock and join its inode's
+ * block: before any fsinfo or bitmap block, whatever the transaction does
+ * first (an allocation, a refcount lookup, a B+tree fork whose inode is
+ * logged last), as the lock order wants (inode.c).
+ */
 static int sx_io_trans(struct sx_io *io, u32 res, u32 flags, struct sx_trans **tpp)
 {
+	struct sx_buf *bp;
 	int error;
 
 	error = sx_trans_alloc(io->io_mp, res, flags, tpp);
 	if (error)
 		return error;
 	sx_ilock(io->io_ip, SX_ILOCK_EXCL);
-	return 0;
+	error = sx_inode_get_buf(io->io_mp, *tpp, io->io_ip, &bp);
+	if (error) {
+		sx_trans_cancel(*tpp);
+		sx_iunlock(io->io_ip, SX_ILOCK_EXCL);
+	}
+	return error;
 }
 
 /* Commit a transaction of sx_io_trans() and drop the ilock. */
@@ -256,6 +271,7 @@ static int sx_io_put(struct sx_io *io, u64 rbno, u64 wbno, u64 pos, u64 end,
 /* Grow the in-core size to cover @end (caller holds the ilock). */
 static void sx_io_extend(struct sx_io *io, u64 end)
 {
+	ASSERT(sx_mutex_is_held(&io->io_ip->i_ilock));
 	if (end > io->io_ip->i_size)
 		io->io_ip->i_size = end;
 }
@@ -387,9 +403,8 @@ static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 
 	error = sx_io_trans(io, sx_reflink_cow_res_bytes(mp, ip), 0, &tp);
 	if (error)
 		return error;
-	error = sx_alloc_reuse_barrier(mp);
-	if (!error)
-		error = sx_reflink_cow(&tp, ip, fb, nb, &n);
+	/* (the reuse barrier is sx_reflink_cow()'s, after each allocation) */
+	error = sx_reflink_cow(&tp, ip, fb, nb, &n);
 	if (error) {
 		sx_io_cancel(io, tp);
 		return error;
@@ -411,6 +426,7 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 	bool cowed;
 	int error = 0;
 
+	ASSERT(sx_rwsem_is_write_held(&io->io_ip->i_iolock));
 	*donep = 0;
 	while (cur < end) {
 		fb = cur >> io->io_blog;
@@ -491,9 +507,16 @@ int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 
 	struct sx_bmap_irec got;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	if (nb == 0)
 		return 0;
 	for (;;) {
+		struct sx_buf *bp;
+
+		/* the inode's block first, in each transaction of the chain */
+		error = sx_inode_get_buf(ip->i_mp, *tpp, ip, &bp);
+		if (error)
+			return error;
 		error = sx_bmap_unmap_one(*tpp, ip, fb, nb, &got);
 		if (error)
 			return error;
@@ -557,6 +580,7 @@ static int sx_io_prepare_grow(struct sx_io *io, u64 newsize)
 	u64 size = io->io_ip->i_size, first = sx_io_bup(io, size);
 	int error;
 
+	ASSERT(sx_rwsem_is_write_held(&io->io_ip->i_iolock));
 	if (newsize <= size)
 		return 0;
 	error = sx_io_free_blocks(io, first, ~0ull - first);
@@ -609,6 +633,7 @@ int sx_file_trim_eof(struct sx_inode *ip)
 	struct sx_io io;
 	u64 first;
 
+	ASSERT(sx_rwsem_is_write_held(&ip->i_iolock));
 	sx_io_of_inode(&io, ip);
 	first = sx_io_bup(&io, ip->i_size);
 	return sx_io_free_blocks(&io, first, ~0ull - first);
@@ -751,7 +776,11 @@ SX_API s64 sx_pwrite(struct sx_mount *mp, int fd, const void *buf, u64 len, u64 
 out_unlock:
 	sx_iunlock(io.io_ip, SX_IOLOCK_EXCL);
 	sx_io_end(&io);
-	if (done)
+	/*
+	 * A write that shut the mount down fails, as every call after it
+	 * does: none of what it wrote can reach the disk any more.
+	 */
+	if (done && !(error && sx_is_shutdown(mp)))
 		return (s64)done;
 	return error;
 }
@@ -852,6 +881,10 @@ static int sx_io_falloc_one(struct sx_io *io, u64 fb, u64 nb, u64 *lenp)
 			hint = prev.br_startblock + (fb - prev.br_startoff);
 	}
 	error = sx_alloc_extent(tp, hint, 1, (u32)nb, &bno, &len);
+	if (error)
+		goto out_cancel;
+	/* writes will put data into these blocks in place, with no allocation */
+	error = sx_alloc_reuse_barrier(mp);
 	if (error)
 		goto out_cancel;
 	map.br_startoff = fb;

@@ -100,6 +100,7 @@ static void fork_bt_init(struct sx_fork_cur *fc)
 void sx_fork_cur_init(struct sx_fork_cur *fc, struct sx_inode *ip, struct sx_trans *tp,
 		      const struct sx_fork_ops *ops)
 {
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	memset(fc, 0, sizeof(*fc));
 	fc->fc_ip = ip;
 	fc->fc_tp = tp;

@@ -26,6 +26,13 @@
  *
  * Lock order: iolock, ilock (two inodes in inode-number order), then the
  * buffers: inode blocks, the fsinfo block, B+tree blocks, bitmap blocks.
+ * An inode's ilock keeps everyone off its block but the walk that removes
+ * another inode from the unlinked list: it holds the blocks of inodes on
+ * the list without their ilocks, then waits for the fsinfo and bitmap
+ * blocks.  So a transaction that changes an inode on the list (a tmpfile,
+ * such as an update's clone) joins the inode's block before fsinfo and
+ * bitmap blocks even where it logs the inode last (a B+tree fork's split,
+ * an allocation first); sx_inode_get_buf() asserts it.
  */
 #include "util.h"
 #include "inode.h"
@@ -120,10 +127,13 @@ static int sx_inode_verify(struct sx_mount *mp, const void *data)
 	return 0;
 }
 
+static void sx_inode_buf_cancel(struct sx_mount *mp, struct sx_buf *bp);
+
 const struct sx_buf_ops sx_inode_buf_ops = {
 	.bo_name = "inode",
 	.bo_magic = SX_INODE_MAGIC,
 	.bo_verify = sx_inode_verify,
+	.bo_cancel = sx_inode_buf_cancel,
 };
 
 /*
@@ -149,6 +159,41 @@ static void ino_decode(struct sx_inode *ip, const struct sx_dinode *di)
 	ip->i_nrecs = le64_to_cpu(di->di_nrecs);
 	ip->i_broot = le64_to_cpu(di->di_broot);
 	ip->i_blevel = le32_to_cpu(di->di_blevel);
+}
+
+/*
+ * Give the in-core core of a cached inode back what its block says, after
+ * a transaction that changed the core was cancelled.  Only the fields that
+ * differ are written: a field the transaction changed was changed under
+ * the locks its readers take (the ilock, and the iolock too for the
+ * flags), which this thread still holds; one it did not change may be
+ * read by another thread without the ilock (the mode, by every call on an
+ * open file), and rewriting it, even with its own value, would race.
+ */
+#define INO_RESTORE(field, val)			\
+	do {					\
+		if (ip->field != (val))		\
+			ip->field = (val);	\
+	} while (0)
+
+static void ino_restore(struct sx_inode *ip, const struct sx_dinode *di)
+{
+	INO_RESTORE(i_mode, le16_to_cpu(di->di_mode));
+	INO_RESTORE(i_format, le16_to_cpu(di->di_format));
+	INO_RESTORE(i_nlink, le32_to_cpu(di->di_nlink));
+	INO_RESTORE(i_uid, le32_to_cpu(di->di_uid));
+	INO_RESTORE(i_gid, le32_to_cpu(di->di_gid));
+	INO_RESTORE(i_size, le64_to_cpu(di->di_size));
+	INO_RESTORE(i_nblocks, le64_to_cpu(di->di_nblocks));
+	INO_RESTORE(i_gen, le64_to_cpu(di->di_gen));
+	INO_RESTORE(i_flags, le32_to_cpu(di->di_flags));
+	INO_RESTORE(i_atime, (s64)le64_to_cpu(di->di_atime));
+	INO_RESTORE(i_mtime, (s64)le64_to_cpu(di->di_mtime));
+	INO_RESTORE(i_ctime, (s64)le64_to_cpu(di->di_ctime));
+	INO_RESTORE(i_next_unlinked, le64_to_cpu(di->di_next_unlinked));
+	INO_RESTORE(i_nrecs, le64_to_cpu(di->di_nrecs));
+	INO_RESTORE(i_broot, le64_to_cpu(di->di_broot));
+	INO_RESTORE(i_blevel, le32_to_cpu(di->di_blevel));
 }
 
 /* Write the in-core core fields into an inode block (not di_next_unlinked). */
@@ -193,24 +238,55 @@ void sx_inode_init_block(const struct sx_sb *sb, u64 ino, u16 mode, u32 nlink, u
 					offsetof(struct sx_dblk_hdr, bh_crc)));
 }
 
+static bool ino_tp_has(struct sx_trans *tp, u64 blkno);
+
 /* The inode's block, joined to @tp, or read locked if @tp is NULL. */
 int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *ip,
 		     struct sx_buf **bpp)
 {
-	if (tp)
-		return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
-	return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	if (!tp)
+		return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	/*
+	 * The unlinked list's walk holds the blocks of inodes on the list
+	 * without their ilocks while it waits for the fsinfo and bitmap
+	 * blocks: a transaction that logs such an inode must take its block
+	 * before those (the lock order above).
+	 */
+	ASSERT(!ip->i_unlinked || ino_tp_has(tp, ip->i_ino) ||
+	       (!ino_tp_has(tp, mp->m_sb.sb_fsinfo) && !sx_alloc_owned(mp)));
+	return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
 }
 
 /* Write the core into the inode block and log the core's bytes. */
 int sx_inode_log(struct sx_trans *tp, struct sx_inode *ip)
 {
 	struct sx_buf *bp;
-	int error;
+	int error, error2;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	error = sx_inode_get_buf(tp->t_mp, tp, ip, &bp);
-	if (error)
+	if (error) {
+		/*
+		 * The core may have changed in memory, and the cancel that
+		 * follows restores only the blocks it holds: put the core
+		 * back from the block now.  Only a block not joined yet can
+		 * fail for memory (and so is not locked by this transaction);
+		 * one that cannot be read, or is not what it should be,
+		 * leaves a core nothing can vouch for: stop.
+		 */
+		error2 = error;
+		if (error == -ENOMEM)
+			error2 = sx_inode_get_buf(tp->t_mp, NULL, ip, &bp);
+		if (error2) {
+			sx_force_shutdown(tp->t_mp, error2,
+					  "inode %llu could not be logged or restored",
+					  (unsigned long long)ip->i_ino);
+			return error;
+		}
+		ino_restore(ip, bp->b_data);
+		sx_buf_relse(bp);
 		return error;
+	}
 	ino_encode(ip, bp->b_data);
 	return sx_trans_log_buf(tp, bp, sizeof(struct sx_dblk_hdr), SX_DINODE_CORE - 1);
 }
@@ -279,6 +355,39 @@ static bool ic_get_not_zero(struct sx_atomic *a)
 		c = old;
 	}
 	return false;
+}
+
+/*
+ * A cancelled transaction restored an inode block: the in-core core, which
+ * the transaction changed in memory before logging it (sx_inode_log()),
+ * must say what the block says again, or the file would show, and a later
+ * transaction log, a change that never happened.  Only an inode whose
+ * ilock this thread holds can have been changed by the transaction (every
+ * change of a core is made under it); any other, like an unlinked list
+ * neighbour whose block was joined for its link, may be in the middle of
+ * a change of its own holder's, and is left alone.
+ */
+static void sx_inode_buf_cancel(struct sx_mount *mp, struct sx_buf *bp)
+{
+	struct sx_icache *ic = mp->m_icache;
+	struct sx_list *head, *pos;
+
+	if (!ic)
+		return;
+	head = ic_bucket(ic, bp->b_blkno);
+	sx_rcu_read_lock();
+	for (pos = sx_rcu_dereference(head->next); pos != head;
+	     pos = sx_rcu_dereference(pos->next)) {
+		struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
+
+		if (ip->i_ino != bp->b_blkno ||
+		    (sx_load_acquire(ip->i_iflags) & SX_IF_FREEING))
+			continue;
+		if (sx_mutex_is_held(&ip->i_ilock))
+			ino_restore(ip, bp->b_data);
+		break;
+	}
+	sx_rcu_read_unlock();
 }
 
 /* Set up the mount's inode cache and the unlinked list lock. */
@@ -424,6 +533,7 @@ static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *fr
 {
 	struct sx_list *head = ic_bucket(ic, ino), *pos;
 
+	ASSERT(sx_mutex_is_held(&ic->ic_lock));
 	*freeing = false;
 	for (pos = head->next; pos != head; pos = pos->next) {
 		struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
@@ -443,6 +553,7 @@ static struct sx_inode *ic_lookup_locked(struct sx_icache *ic, u64 ino, bool *fr
 /* Hash a new inode (cache lock held). */
 static void ic_insert_locked(struct sx_icache *ic, struct sx_inode *ip)
 {
+	ASSERT(sx_mutex_is_held(&ic->ic_lock));
 	ic_hash_add(&ip->i_hash, ic_bucket(ic, ip->i_ino));
 	ic->ic_count++;
 }
@@ -473,7 +584,7 @@ static int ic_read_inode(struct sx_mount *mp, u64 ino, struct sx_inode **ipp)
 	ino_decode(ip, bp->b_data);
 	sx_buf_relse(bp);
 	if (ip->i_nlink == 0)
-		ip->i_iflags |= SX_IF_UNLINKED;
+		ip->i_unlinked = true;
 	*ipp = ip;
 	return 0;
 }
@@ -746,7 +857,7 @@ int sx_inode_alloc(struct sx_trans *tp, u16 mode, u32 nlink, struct sx_inode **i
 		/* a tmpfile: at the head of the unlinked list from the start */
 		di->di_next_unlinked = cpu_to_le64(head);
 		ip->i_next_unlinked = head;
-		ip->i_iflags |= SX_IF_UNLINKED;
+		ip->i_unlinked = true;
 		error = sx_fsinfo_set_unlinked(tp, bno);
 	}
 	if (!error)
@@ -788,6 +899,7 @@ int sx_iunlink(struct sx_trans *tp, struct sx_inode *ip)
 	u64 head;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	if (SX_IS_CORRUPT(mp, ip->i_nlink != 0))
 		return -EFSCORRUPTED;
 	/* the inode's block before the fsinfo block (lock order) */
@@ -807,7 +919,7 @@ int sx_iunlink(struct sx_trans *tp, struct sx_inode *ip)
 	if (error)
 		return error;
 	ip->i_next_unlinked = head;
-	ip->i_iflags |= SX_IF_UNLINKED;
+	ip->i_unlinked = true;
 	return 0;
 }
 
@@ -841,6 +953,7 @@ static int ino_find_pred(struct sx_trans *tp, u64 ino, u64 *pred, struct sx_buf 
 	bool joined;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&mp->m_unlinked_lock));
 	joined = ino_tp_has(tp, mp->m_sb.sb_fsinfo);
 	error = sx_fsinfo_get(tp, &bp);
 	if (error)
@@ -887,6 +1000,7 @@ int sx_iunlink_remove(struct sx_trans *tp, struct sx_inode *ip)
 	bool fi_joined;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	sx_mutex_lock(&mp->m_unlinked_lock);
 	error = sx_inode_get_buf(mp, tp, ip, &bp);
 	if (error)
@@ -930,7 +1044,7 @@ int sx_iunlink_remove(struct sx_trans *tp, struct sx_inode *ip)
 				 offsetof(struct sx_dinode, di_next_unlinked) + 7);
 	if (!error) {
 		ip->i_next_unlinked = 0;
-		ip->i_iflags &= ~SX_IF_UNLINKED;
+		ip->i_unlinked = false;
 	}
 out_unlock:
 	sx_mutex_unlock(&mp->m_unlinked_lock);

@@ -54,22 +54,26 @@ struct sx_inode {
 	u64		i_broot;
 	u32		i_blevel;
 	u32		i_opens;		/* open descriptors (file.c) */
+	bool		i_unlinked;		/* on the on-disk unlinked list */
 	/* the swap core's view (swap_host.c) */
 	struct sx_hinode i_hinode;		/* hi_host: the mount's m_host */
 	struct sx_inode	*i_swap_peer;		/* set by the swap holding the iolock */
 	bool		i_swap_ilocked;		/* that swap holds the ilock too */
 };
 
-/* i_iflags */
+/*
+ * i_iflags.  Whether an inode is on the unlinked list is i_unlinked, under
+ * the ilock: a word that two locks change would lose updates.
+ */
 enum {
 	SX_IF_FREEING	= (1u << 0),	/* being torn down: lookups skip it */
-	SX_IF_UNLINKED	= (1u << 1),	/* on the on-disk unlinked list */
 	/*
 	 * Found by a name with no links on disk: damage.  Never freed when
 	 * the last reference goes, which would free a named file (and for
-	 * the root directory, every file).
+	 * the root directory, every file).  Set under the cache lock, as
+	 * SX_IF_FREEING.
 	 */
-	SX_IF_DAMAGED	= (1u << 2),
+	SX_IF_DAMAGED	= (1u << 1),
 };
 
 /*

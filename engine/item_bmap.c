@@ -160,6 +160,7 @@ static int sx_bui_finish(struct sx_trans *tp, void *item)
 	struct sx_mount *mp = tp->t_mp;
 	struct sx_bmap_item *bi = item;
 	struct sx_inode *ip;
+	struct sx_buf *bp;
 	bool lock = (mp->m_flags & SX_MF_RECOVERY) != 0;
 	int error, error2;
 
@@ -170,11 +171,18 @@ static int sx_bui_finish(struct sx_trans *tp, void *item)
 		error = -EFSCORRUPTED;
 		goto out_rele;
 	}
+	/* the caller of sx_defer_finish() holds it in normal operation */
 	if (lock)
 		sx_ilock(ip, SX_ILOCK_EXCL);
-	if (bi->bi_flags & SX_BMI_MAP)
+	ASSERT(sx_mutex_is_held(&ip->i_ilock));
+	/*
+	 * The inode's block before a B+tree fork's split or merge takes a
+	 * bitmap block: the inode is logged after that (lock order, inode.c).
+	 */
+	error = sx_inode_get_buf(mp, tp, ip, &bp);
+	if (!error && (bi->bi_flags & SX_BMI_MAP))
 		error = sx_bui_map(tp, ip, bi);
-	else
+	else if (!error)
 		error = sx_bui_unmap(tp, ip, bi);
 	if (lock)
 		sx_iunlock(ip, SX_ILOCK_EXCL);

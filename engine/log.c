@@ -239,8 +239,10 @@ u64 sx_log_next_intent_id(struct sx_mount *mp)
  */
 int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent **lip)
 {
-	struct sx_log_intent *li = lip ? *lip : sx_alloc(sizeof(*li), SX_NOFS);
+	struct sx_log_intent *li;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
+	li = lip ? *lip : sx_alloc(sizeof(*li), SX_NOFS);
 	if (!li)
 		return -ENOMEM;
 	if (lip)
@@ -259,6 +261,7 @@ int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent 
 /* Stop tracking @li and free it (log lock held). */
 void sx_log_del_intent(struct sx_log *log, struct sx_log_intent *li)
 {
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	sx_list_del(&li->li_list);
 	sx_list_del(&li->li_hash);
 	log->l_nintents--;
@@ -270,6 +273,7 @@ struct sx_log_intent *sx_log_find_intent(struct sx_log *log, u64 id)
 {
 	struct sx_list *pos;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	sx_list_for_each(pos, &log->l_ihash[id % SX_LOG_IHASH]) {
 		struct sx_log_intent *li = sx_list_entry(pos, struct sx_log_intent, li_hash);
 
@@ -303,21 +307,34 @@ u32 sx_log_outstanding_intents(struct sx_mount *mp)
 	return n;
 }
 
+/* Make room to remember one more record between tail and head (log lock held). */
+static int sx_log_grow_recinfo(struct sx_log *log)
+{
+	struct sx_log_recinfo *n;
+	u32 cap;
+
+	ASSERT(sx_mutex_is_held(&log->l_lock));
+	if (log->l_nrecs < log->l_recs_cap)
+		return 0;
+	cap = log->l_recs_cap ? log->l_recs_cap * 2 : 64;
+	n = sx_alloc(sizeof(*n) * cap, SX_NOFS);
+	if (!n)
+		return -ENOMEM;
+	if (log->l_nrecs)
+		memcpy(n, log->l_recs, sizeof(*n) * log->l_nrecs);
+	sx_free(log->l_recs);
+	log->l_recs = n;
+	log->l_recs_cap = cap;
+	return 0;
+}
+
 /* Remember a record between tail and head (log lock held). */
 static int sx_log_add_recinfo(struct sx_log *log, u64 lsn, u32 prev_crc)
 {
-	if (log->l_nrecs == log->l_recs_cap) {
-		u32 cap = log->l_recs_cap ? log->l_recs_cap * 2 : 64;
-		struct sx_log_recinfo *n = sx_alloc(sizeof(*n) * cap, SX_NOFS);
+	int error = sx_log_grow_recinfo(log);
 
-		if (!n)
-			return -ENOMEM;
-		if (log->l_nrecs)
-			memcpy(n, log->l_recs, sizeof(*n) * log->l_nrecs);
-		sx_free(log->l_recs);
-		log->l_recs = n;
-		log->l_recs_cap = cap;
-	}
+	if (error)
+		return error;
 	log->l_recs[log->l_nrecs].ri_lsn = lsn;
 	log->l_recs[log->l_nrecs].ri_prev_crc = prev_crc;
 	log->l_nrecs++;
@@ -438,6 +455,7 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	u32 crc;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	ASSERT(log->l_head + blocks <= log->l_size);
 	memset(log->l_iobuf + bytes, 0, (size_t)blocks * log->l_bsize - bytes);
 	rec->lr_magic = cpu_to_le32(SX_LOG_MAGIC);
@@ -457,6 +475,20 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	crc = sx_cksum(log->l_iobuf, (size_t)blocks * log->l_bsize);
 	rec->lr_crc = cpu_to_le32(crc);
 
+	/*
+	 * Room to remember the record is made before it is written: once it
+	 * may be on the device, the head and the space accounting must move
+	 * past it, and nothing after the write may fail.
+	 */
+	sx_mutex_lock(&log->l_lock);
+	error = sx_log_grow_recinfo(log);
+	sx_mutex_unlock(&log->l_lock);
+	if (error) {
+		sx_force_shutdown(mp, error, "no memory to track log record %llu",
+				  (unsigned long long)lsn);
+		return error;
+	}
+
 	error = sx_fault("log_write");
 	if (!error)
 		error = sx_dev_write(mp, log->l_start + log->l_head, blocks, log->l_iobuf, 0);
@@ -467,7 +499,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	}
 
 	sx_mutex_lock(&log->l_lock);
-	error = sx_log_add_recinfo(log, lsn, log->l_prev_crc);
+	/* the room made above: only forces (l_force_lock) add records */
+	VERIFY(sx_log_add_recinfo(log, lsn, log->l_prev_crc) == 0);
 	log->l_prev_crc = crc;
 	log->l_head += blocks;
 	if (log->l_head == log->l_size) {
@@ -479,11 +512,6 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	log->l_stats.ls_records++;
 	log->l_stats.ls_bytes += (u64)blocks * log->l_bsize;
 	sx_mutex_unlock(&log->l_lock);
-	if (error) {
-		sx_force_shutdown(mp, error, "no memory to track log record %llu",
-				  (unsigned long long)lsn);
-		return error;
-	}
 	*lsnp = lsn;
 	return 0;
 }
@@ -495,19 +523,21 @@ static int sx_log_prepare_head(struct sx_mount *mp, u32 blocks)
 	u64 lsn;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	if (log->l_head + blocks <= log->l_size)
 		return 0;
 	error = sx_log_write_record(mp, 0, 0, SX_LR_WRAP, 0, 0, &lsn);
 	if (error)
 		return error;
+	/* the counters are read under the log lock (sx_log_get_stats()) */
+	sx_mutex_lock(&log->l_lock);
 	log->l_stats.ls_wraps++;
 	if (log->l_head != 0) {
 		/* the wrap record took the last block(s): jump to the start */
-		sx_mutex_lock(&log->l_lock);
 		log->l_head = 0;
 		log->l_cycle++;
-		sx_mutex_unlock(&log->l_lock);
 	}
+	sx_mutex_unlock(&log->l_lock);
 	return 0;
 }
 
@@ -521,6 +551,7 @@ static int sx_log_write_epoch(struct sx_mount *mp)
 	struct sx_log *log = mp->m_log;
 	int error;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	if (log->l_epoch_written)
 		return 0;
 	sx_mutex_lock(&mp->m_sb_lock);
@@ -613,6 +644,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	u64 seq;
 	int error = 0;
 
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	sx_list_init(&groups);
 	sx_mutex_lock(&log->l_lock);
 	sx_cil_take(log, &groups);
@@ -660,8 +692,11 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		if (error)
 			sx_force_shutdown(mp, error, "cache flush after a log force failed");
 	}
-	if (!error)
+	if (!error) {
+		sx_mutex_lock(&log->l_lock);
 		log->l_stats.ls_forces++;
+		sx_mutex_unlock(&log->l_lock);
+	}
 out_complete:
 	sx_log_complete(mp, &groups, seq, error);
 	return error;
@@ -708,6 +743,7 @@ static u32 sx_log_prev_crc_of(struct sx_log *log, u64 lsn)
 {
 	u32 i;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	if (lsn == SX_LSN(log->l_cycle, log->l_head))
 		return log->l_prev_crc;
 	for (i = 0; i < log->l_nrecs; i++)

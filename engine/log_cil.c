@@ -172,6 +172,8 @@ static void sx_cil_queue_buf(struct sx_mount *mp, struct sx_cil_trans *ct, u32 i
 	struct sx_buf *bp = ct->ct_bufs[i];
 	u64 map[SX_BUF_MAP_WORDS];
 
+	/* the committing transaction's buffer: its b_cil_* are read under b_lock */
+	ASSERT(sx_mutex_is_held(&bp->b_lock) && sx_mutex_is_held(&log->l_lock));
 	if (!sx_cil_buf_map(mp, ct, i, map)) {
 		bp->b_cil_group = 0;
 		return;
@@ -225,9 +227,11 @@ void sx_cil_insert(struct sx_mount *mp, struct sx_cil_trans *ct, struct sx_cil_g
 		   struct sx_log_intent **lis)
 {
 	struct sx_log *log = mp->m_log;
-	struct sx_cil_group *g = sx_cil_open_group(log, ct, spare);
+	struct sx_cil_group *g;
 	u32 i, k = 0;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
+	g = sx_cil_open_group(log, ct, spare);
 	ct->ct_group = g;
 	sx_list_add_tail(&ct->ct_list, &g->g_trans);
 	g->g_len += ct->ct_len;
@@ -252,6 +256,7 @@ void sx_cil_take(struct sx_log *log, struct sx_list *groups)
 {
 	struct sx_list *pos, *n;
 
+	ASSERT(sx_mutex_is_held(&log->l_lock));
 	sx_list_for_each_safe(pos, n, &log->l_cil) {
 		sx_list_del(pos);
 		sx_list_add_tail(pos, groups);

@@ -503,7 +503,7 @@ static int sx_recover_op(void *arg, const struct sx_dlog_op *op, const void *pay
 		error = sx_recover_buf_op(rc, op, payload);
 		break;
 	case SX_LOG_OP_TRANS_END:
-		error = le32_to_cpu(op->lo_len) ? -EFSCORRUPTED : 0;
+		error = SX_IS_CORRUPT(rc->rc_mp, le32_to_cpu(op->lo_len) != 0) ? -EFSCORRUPTED : 0;
 		break;
 	default:
 		error = sx_recover_item_op(rc, op, payload);
@@ -538,8 +538,8 @@ static int sx_recover_record(void *arg, const struct sx_log_scan_rec *r)
 	}
 	error = sx_log_rec_walk_ops(r->sr_buf, r->sr_blocks * rc->rc_mp->m_bsize,
 				    sx_recover_op, rc, &why);
-	if (error && why)
-		sx_err(rc->rc_mp, "log record %llx: %s", (unsigned long long)r->sr_lsn, why);
+	/* sx_log_scan() walked these ops already: only an op's own check fails here */
+	ASSERT(!why);
 	return error;
 }
 
@@ -593,10 +593,8 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 	error = sx_log_scan(mp, sx_recover_record, rc, &scan);
 	if (error)
 		goto out_free;
-	if (scan.sc_stop == SX_LOG_STOP_IO) {
-		error = -EIO;
-		goto out_free;
-	}
+	/* a scan stopped by a read error returns that error */
+	ASSERT(scan.sc_stop != SX_LOG_STOP_IO);
 	mp->m_rstats.rs_records = scan.sc_records;
 	mp->m_rstats.rs_head_lsn = scan.sc_head;
 	mp->m_rstats.rs_tail_lsn = mp->m_sb.sb_log_tail;
@@ -656,8 +654,8 @@ void sx_log_recover_cancel(struct sx_mount *mp)
 {
 	struct sx_list *pos, *n;
 
-	if (!mp->m_rintents.next)
-		return;
+	/* sx_mount() sets the list up before anything can fail */
+	ASSERT(mp->m_rintents.next);
 	sx_list_for_each_safe(pos, n, &mp->m_rintents) {
 		sx_list_del(pos);
 		sx_free(sx_list_entry(pos, struct sx_rintent, ri_list));
@@ -678,11 +676,14 @@ int sx_log_recover_intents(struct sx_mount *mp)
 						      ri_list);
 		const struct sx_item_ops *ops = sx_item_lookup(ri->ri.ri_type);
 
+		/*
+		 * Replay queued only types registered as intents, which have
+		 * io_recover, and the registry does not change during a mount.
+		 */
+		ASSERT(ops && ops->io_recover);
 		if (!error) {
-			if (!ops || !ops->io_recover) {
-				error = -EFSCORRUPTED;
-			} else if (ops->io_validate &&
-				   ops->io_validate(ops, mp, ri->ri.ri_payload, ri->ri.ri_len)) {
+			if (ops->io_validate &&
+			    ops->io_validate(ops, mp, ri->ri.ri_payload, ri->ri.ri_len)) {
 				sx_err(mp, "%s intent %llx failed validation", ops->io_name,
 				       (unsigned long long)ri->ri.ri_id);
 				error = -EFSCORRUPTED;

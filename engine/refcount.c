@@ -93,6 +93,7 @@ void sx_refcount_unshared_destroy(struct sx_mount *mp)
 /* Forget extent @i (lock held). */
 static void sx_unshared_del(struct sx_refc_unshared *ru, u32 i)
 {
+	ASSERT(sx_mutex_is_held(&ru->ru_lock));
 	ru->ru_ext[i] = ru->ru_ext[--ru->ru_n];
 }
 
@@ -119,6 +120,7 @@ static void sx_unshared_make_room(struct sx_mount *mp, struct sx_refc_unshared *
 	u64 durable = sx_log_durable_seq(mp);
 	u32 i;
 
+	ASSERT(sx_mutex_is_held(&ru->ru_lock));
 	for (i = 0; i < ru->ru_n;) {
 		struct sx_unshared_ext *e = &ru->ru_ext[i];
 
@@ -648,22 +650,6 @@ int sx_refcount_adjust(struct sx_trans *tp, u64 bno, u64 len, int op, u32 max_st
 	*done = pos - bno;
 	sx_refc_cur_release(&cur, fibp);
 	return error;
-}
-
-/* [@bno, +@len) gains an owner, all in @tp. */
-int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len)
-{
-	u64 done;
-
-	return sx_refcount_adjust(tp, bno, len, SX_CUI_INCREASE, 0, &done);
-}
-
-/* [@bno, +@len) loses an owner, all in @tp; blocks left with none are freed. */
-int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len)
-{
-	u64 done;
-
-	return sx_refcount_adjust(tp, bno, len, SX_CUI_DECREASE, 0, &done);
 }
 
 /* The first run of shared blocks inside [@bno, +@len). */

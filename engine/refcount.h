@@ -28,17 +28,6 @@ extern const struct sx_btree_ops sx_refcbt_ops;
 int sx_refcount_adjust(struct sx_trans *tp, u64 bno, u64 len, int op, u32 max_steps,
 		       u64 *done);
 
-/** sx_refcount_increase() - [@bno, +@len) gains an owner (clone), all in @tp */
-int sx_refcount_increase(struct sx_trans *tp, u64 bno, u64 len);
-
-/**
- * sx_refcount_decrease() - [@bno, +@len) loses an owner (unmap), all in
- * @tp; blocks whose last owner it was are freed (through the free-extent
- * intent)
- */
-int sx_refcount_decrease(struct sx_trans *tp, u64 bno, u64 len);
-
-
 /**
  * sx_refcount_find_shared() - the first shared run inside [@bno, +@len):
  * *@sbno and *@slen (0 if none), for copy-on-write

@@ -229,6 +229,7 @@ static int sx_reflink_remap_piece(struct sx_inode *dst, u64 doff, struct sx_inod
 	u64 new_size;
 	int error;
 
+	ASSERT(sx_rwsem_is_write_held(&dst->i_iolock) && sx_rwsem_is_write_held(&src->i_iolock));
 	/* empty the destination's part first, as its own chain */
 	error = sx_reflink_trans(dst, src, &tp);
 	if (error)
@@ -414,6 +415,15 @@ static int sx_reflink_cow_piece(struct sx_trans **tpp, struct sx_inode *ip,
 	error = sx_alloc_extent(*tpp, obno, 1, (u32)n, &nbno, &nlen);
 	if (error)
 		return error;
+	/*
+	 * Data goes into the new blocks in place (the copy now, or the
+	 * caller's write into an unwritten piece): their free must be
+	 * durable first.  Only now, holding the allocation, is every free
+	 * that could have handed them to us committed and counted.
+	 */
+	error = sx_alloc_reuse_barrier(mp);
+	if (error)
+		return error;
 	if (got->br_state != SX_BMAP_UNWRITTEN) {
 		error = sx_reflink_copy(mp, obno, nbno, nlen, buf);
 		if (error)
@@ -446,10 +456,12 @@ int sx_reflink_cow(struct sx_trans **tpp, struct sx_inode *ip, u64 off, u64 len,
 {
 	struct sx_mount *mp = ip->i_mp;
 	struct sx_bmap_irec got;
+	struct sx_buf *ibp;
 	u64 end = off + len, pos = off, gend, pbno, sbno, slen, done;
 	void *buf = NULL;
 	int error = 0;
 
+	ASSERT(sx_rwsem_is_write_held(&ip->i_iolock) && sx_mutex_is_held(&ip->i_ilock));
 	if (cowed)
 		*cowed = 0;
 	if (!(ip->i_flags & SX_DIFLAG_REFLINK) || len == 0)
@@ -457,6 +469,18 @@ int sx_reflink_cow(struct sx_trans **tpp, struct sx_inode *ip, u64 off, u64 len,
 	if (end < off)
 		return -EINVAL;
 	while (pos < end) {
+		/*
+		 * The inode's block before the fsinfo block that the refcount
+		 * lookup takes (each piece rolls the transaction, so again
+		 * each time): a B+tree fork would otherwise first log the
+		 * inode at the unmap.  Our ilock does not keep everyone off
+		 * the inode's block: removing another file from the unlinked
+		 * list holds its predecessor's block, which may be ours (a
+		 * tmpfile: an update's clone), while it waits for fsinfo.
+		 */
+		error = sx_inode_get_buf(mp, *tpp, ip, &ibp);
+		if (error)
+			break;
 		error = sx_bmap_lookup(*tpp, ip, pos, &got);
 		if (error)
 			break;

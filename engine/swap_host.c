@@ -81,14 +81,20 @@ static void sx_shost_time(s64 ns, s64 *sec, u32 *nsec)
 }
 
 /*
- * What the core reads of an inode.  The fields are read without the
- * ilock: the core reads them again under ho_lock_two, where the iolock
- * keeps size and mappings still, and a word-sized flag read is atomic.
+ * What the core reads of an inode, under the ilock: the core stats the
+ * files before ho_lock_two too, while writers change them, and under it
+ * a link, unlink or flag change still sets ctime and flags with the ilock
+ * alone.  Inside a swap's transactions the swap holds the ilock already.
  */
 static void sx_shost_stat(struct sx_hinode *hi, struct sx_hstat *st)
 {
 	struct sx_inode *ip = sx_shost_ip(hi);
-	u32 f = sx_read_once(ip->i_flags);
+	bool lock = !sx_mutex_is_held(&ip->i_ilock);
+	u32 f;
+
+	if (lock)
+		sx_ilock(ip, SX_ILOCK_EXCL);
+	f = ip->i_flags;
 
 	st->hs_ino = ip->i_ino;
 	st->hs_gen = ip->i_gen;
@@ -102,6 +108,8 @@ static void sx_shost_stat(struct sx_hinode *hi, struct sx_hstat *st)
 	st->hs_nextents = sx_bmap_count(ip);
 	sx_shost_time(ip->i_mtime, &st->hs_mtime_sec, &st->hs_mtime_nsec);
 	sx_shost_time(ip->i_ctime, &st->hs_ctime_sec, &st->hs_ctime_nsec);
+	if (lock)
+		sx_iunlock(ip, SX_ILOCK_EXCL);
 }
 
 /* Lock both inodes' iolocks and pair them (the ilocks come with the first change). */
@@ -139,6 +147,7 @@ static void sx_shost_join(struct sx_inode *ip)
 {
 	struct sx_inode *peer = ip->i_swap_peer;
 
+	ASSERT(sx_rwsem_is_write_held(&ip->i_iolock));
 	ASSERT(peer != NULL);
 	if (ip->i_swap_ilocked)
 		return;

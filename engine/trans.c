@@ -104,6 +104,7 @@ static int sx_trans_attach(struct sx_trans *tp, struct sx_buf *bp)
 /* Join a buffer the caller holds locked (and referenced). */
 void sx_trans_join_buf(struct sx_trans *tp, struct sx_buf *bp)
 {
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	ASSERT(bp->b_trans == NULL);
 	/* without a before-image the buffer cannot be restored: fail hard */
 	VERIFY(sx_trans_attach(tp, bp) == 0);
@@ -262,6 +263,7 @@ int sx_trans_log_buf(struct sx_trans *tp, struct sx_buf *bp, u32 first, u32 last
 	int error;
 
 	VERIFY(bp->b_trans == tp);
+	ASSERT(sx_mutex_is_held(&bp->b_lock));
 	if (first > last || last >= mp_bsize)
 		return -EINVAL;
 	memcpy(saved, bp->b_logmap, sizeof(saved));
@@ -479,6 +481,8 @@ void sx_trans_cancel(struct sx_trans *tp)
 		if (bp->b_flags & SX_BUF_NEW)
 			sx_buf_invalidate(mp, bp);
 		memcpy(bp->b_data, bp->b_orig, mp->m_bsize);
+		if (!(bp->b_flags & SX_BUF_NEW) && bp->b_ops && bp->b_ops->bo_cancel)
+			bp->b_ops->bo_cancel(mp, bp);
 		sx_trans_detach(bp);
 		bp->b_flags &= ~SX_BUF_HOLD;
 		sx_buf_relse(bp);
@@ -562,13 +566,18 @@ out_free:
 	return error;
 }
 
-/* Commit and free a transaction; held buffers go on @held if given. */
-static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
+/*
+ * Commit and free a transaction; held buffers go on @held if given.
+ * *@queued says whether it reached the log: an error may come after that,
+ * from the force or push that follows.
+ */
+static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool *queued)
 {
 	struct sx_mount *mp = tp->t_mp;
 	bool sync = tp->t_flags & SX_TRANS_SYNC;
 	int error = 0;
 
+	*queued = false;
 	if (sx_is_shutdown(mp)) {
 		error = -EIO;
 		goto out_cancel;
@@ -586,6 +595,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
 			sx_force_shutdown(mp, error, "a transaction could not be queued to the log");
 			goto out_cancel;
 		}
+		*queued = true;
 		/* before the refcount tree's lock goes with the buffers */
 		if (tp->t_flags & SX_TRANS_UNSHARED)
 			sx_refcount_unshared_commit(mp, tp->t_tid);
@@ -599,8 +609,17 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held)
 		error = sx_log_force(mp);
 	else
 		error = sx_log_cil_push(mp);
-	if (!error && sx_bcache_pressure(mp))
+	if (!error && sx_bcache_pressure(mp)) {
+		/*
+		 * Relief for the cache, not part of the commit, which is in
+		 * the log whatever happens here: only a checkpoint that shut
+		 * the mount down fails the call.  One short of memory is
+		 * tried again at the next commit.
+		 */
 		error = sx_log_checkpoint(mp);
+		if (error && !sx_is_shutdown(mp))
+			error = 0;
+	}
 	return error;
 
 out_cancel:
@@ -614,6 +633,7 @@ out_cancel:
  */
 int sx_trans_commit(struct sx_trans *tp)
 {
+	bool queued;
 	int error;
 
 	if (sx_defer_pending(tp)) {
@@ -623,7 +643,7 @@ int sx_trans_commit(struct sx_trans *tp)
 			return error;
 		}
 	}
-	return sx_trans_commit_held(tp, NULL);
+	return sx_trans_commit_held(tp, NULL, &queued);
 }
 
 /*
@@ -633,21 +653,24 @@ int sx_trans_commit(struct sx_trans *tp)
  */
 int sx_trans_roll(struct sx_trans **tpp)
 {
-	return sx_trans_roll_res(tpp, 0);
+	return sx_trans_roll_res(tpp, 0, NULL);
 }
 
 /* sx_trans_roll() into a reservation of at least @res_bytes. */
-int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes)
+int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes, bool *committed)
 {
 	struct sx_trans *tp = *tpp, *ntp = NULL;
 	struct sx_mount *mp = tp->t_mp;
 	u32 res = sx_max(tp->t_res_bytes - SX_TRANS_END_BYTES, res_bytes);
 	u32 flags = tp->t_flags & SX_TRANS_SYNC;
 	struct sx_list held, dfops, *pos, *n;
+	bool queued;
 	int error;
 
 	/* queued work is promised by this commit and carried to the next */
 	*tpp = NULL;
+	if (committed)
+		*committed = false;
 	error = sx_defer_log_intents(tp);
 	if (error) {
 		sx_trans_cancel(tp);
@@ -656,7 +679,16 @@ int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes)
 	sx_list_init(&held);
 	sx_list_init(&dfops);
 	sx_defer_detach(tp, &dfops);
-	error = sx_trans_commit_held(tp, &held);
+	error = sx_trans_commit_held(tp, &held, &queued);
+	if (committed)
+		*committed = queued;
+	/*
+	 * Once in the log the intents are promised, whatever fails next (the
+	 * new transaction's allocation or reservation): work dropped then is
+	 * work only recovery may finish, and dropping it shuts down.
+	 */
+	if (queued)
+		sx_defer_committed(&dfops);
 	if (!error)
 		error = sx_trans_alloc(mp, res, flags, &ntp);
 	if (!error)

@@ -104,8 +104,10 @@ int sx_trans_roll(struct sx_trans **tpp);
 /**
  * sx_trans_roll_res() - sx_trans_roll() into a transaction that reserves at
  * least @res_bytes (a chain whose later steps need more than its first)
+ * @committed: if not NULL, set to whether *@tpp reached the log: the
+ *	intents it logged are promised then, even if the roll goes on to fail
  */
-int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes);
+int sx_trans_roll_res(struct sx_trans **tpp, u32 res_bytes, bool *committed);
 
 /** sx_trans_space() - log bytes still free in @tp's reservation */
 static inline u32 sx_trans_space(const struct sx_trans *tp)

@@ -107,6 +107,12 @@ bool sx_mutex_is_held(struct sx_mutex *m)
 	return mutex_is_locked(&m->m_lock) && READ_ONCE(m->m_owner) == current;
 }
 
+/* Leave @m out of lockdep: its order follows what it guards, not itself. */
+void sx_mutex_set_unordered(struct sx_mutex *m)
+{
+	lockdep_set_novalidate_class(&m->m_lock);
+}
+
 /* Reader/writer semaphores: the kernel's rwsem, with the writer recorded. */
 
 /* Initialise a reader/writer semaphore. */

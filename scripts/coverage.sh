@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Collect gcov data of a --coverage build, keep engine/ only, write the HTML
-# report and print the line and branch coverage of engine/.
+# Collect gcov data of a --coverage build, keep core/ and engine/ only, write
+# the HTML report and print the line and branch coverage of each folder
+# (core/, engine/, engine/diag/) and of both together.
 #
 # usage: coverage.sh OBJDIR HTMLDIR   (as `make coverage` calls it)
 
@@ -32,13 +33,25 @@ run() {
 
 run lcov "${rc[@]}" --quiet --capture --directory "$objdir" --base-directory "$top" \
 	--output-file "$all"
-run lcov "${rc[@]}" --quiet --extract "$all" "$top/engine/*" --output-file "$eng"
+run lcov "${rc[@]}" --quiet --extract "$all" "$top/engine/*" "$top/core/*" --output-file "$eng"
 mkdir -p "$htmldir"
-run genhtml "${rc[@]}" --quiet --branch-coverage --title "swapext engine/" \
+run genhtml "${rc[@]}" --quiet --branch-coverage --title "swapext core/ and engine/" \
 	--prefix "$top" --output-directory "$htmldir" "$eng"
 
-summary=$(lcov "${rc[@]}" --summary "$eng" 2>&1)
-lines=$(echo "$summary" | awk '/lines\.*:/ { print $2, $3, $4, $5, $6; exit }')
-branches=$(echo "$summary" | awk '/branches\.*:/ { print $2, $3, $4, $5, $6; exit }')
-echo "coverage of engine/: lines ${lines:-n/a}, branches ${branches:-n/a}"
+# summarize INFO LABEL: one line of line and branch coverage
+summarize() {
+	local summary lines branches
+	summary=$(lcov "${rc[@]}" --summary "$1" 2>&1)
+	lines=$(echo "$summary" | awk '/lines\.*:/ { print $2, $3, $4, $5, $6; exit }')
+	branches=$(echo "$summary" | awk '/branches\.*:/ { print $2, $3, $4, $5, $6; exit }')
+	echo "coverage of $2: lines ${lines:-n/a}, branches ${branches:-n/a}"
+}
+for d in core engine/diag; do
+	run lcov "${rc[@]}" --quiet --extract "$eng" "$top/$d/*" --output-file "$objdir/cov-part.info"
+	summarize "$objdir/cov-part.info" "$d/"
+done
+run lcov "${rc[@]}" --quiet --remove "$eng" "$top/engine/diag/*" "$top/core/*" \
+	--output-file "$objdir/cov-part.info"
+summarize "$objdir/cov-part.info" "engine/ (the store, without diag/)"
+summarize "$eng" "core/ and engine/"
 echo "coverage: report in $htmldir/index.html"

@@ -7,6 +7,8 @@
 #   GROUP  build     compiler, make, libc headers, pkg-config, liburcu
 #          test      build + cmocka                    (make check, asan, ubsan)
 #          coverage  test + lcov                       (make coverage)
+#          tsan      test + clang and its ThreadSanitizer runtime (make tsan;
+#                    make check runs the thread stress under it when it can)
 #          kernel    build + Debian's Linux 6.1 headers and image, qemu,
 #                    busybox-static, cpio              (make kmod, kcheck)
 #          xfs       test + xfsprogs, losetup/mount    (make bench-xfs)
@@ -27,8 +29,8 @@ group=all
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) install=0 ;;
-	build|test|coverage|kernel|xfs|all) group=$1 ;;
-	-h|--help) sed -n '3,21p' "$0"; exit 0 ;;
+	build|test|coverage|tsan|kernel|xfs|all) group=$1 ;;
+	-h|--help) sed -n '3,23p' "$0"; exit 0 ;;
 	*) echo "deps: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -61,6 +63,10 @@ need_cmocka()	{ can_link "stdarg.h stddef.h setjmp.h stdint.h cmocka.h" \
 			'_cmocka_run_group_tests("x", 0, 0, 0, 0)' "-lcmocka"; }
 need_lcov()	{ have_cmd lcov && have_cmd genhtml && have_cmd gcov; }
 need_clang()	{ have_cmd clang; }
+# clang's ThreadSanitizer runtime: Debian 12 ships it in libclang-rt-14-dev,
+# which clang only recommends (and apt-get here installs no recommends)
+need_tsanrt()	{ have_cmd clang && echo 'int main(void) { return 0; }' > "$tmpd/r.c" &&
+		  clang -fsanitize=thread -o "$tmpd/r" "$tmpd/r.c" > /dev/null 2>&1; }
 # XFS's uapi header: test_swapext_compat checks our XFS_IOC_SWAPEXT layouts against it
 need_xfshdr()	{ [ -f /usr/include/xfs/xfs_fs.h ]; }
 need_kmod()	{ can_link "libkmod.h" 'kmod_new(0, 0)' "-lkmod"; }
@@ -82,7 +88,7 @@ build liburcu-dev userspace_RCU need_urcu
 build libkmod-dev libkmod need_kmod
 test libcmocka-dev cmocka_unit_tests need_cmocka
 coverage lcov lcov/genhtml need_lcov
-all clang clang need_clang
+tsan clang clang need_clang
 all xfslibs-dev XFS_headers need_xfshdr
 kernel linux-headers-amd64 Linux_6.1_headers need_kheaders
 kernel linux-image-amd64 Linux_6.1_kernel_image need_kimage
@@ -93,11 +99,24 @@ xfs xfsprogs XFS_tools_(mkfs.xfs,_xfs_bmap) need_xfsprogs
 xfs mount losetup_and_mount need_mount
 "
 
+# The runtime's package goes with clang's major version (clang-N, the one
+# apt would install when clang itself is missing).
+clang_major=""
+if have_cmd clang; then
+	clang_major=$(clang -dumpversion 2> /dev/null | cut -d. -f1) || true
+elif have_cmd apt-cache; then
+	clang_major=$(apt-cache depends clang 2> /dev/null |
+		      sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1) || true
+fi
+NEEDS="$NEEDS
+tsan libclang-rt-${clang_major:-14}-dev ThreadSanitizer_runtime need_tsanrt
+"
+
 # in_group G: true if a need of group G is required for $group
 in_group() {
 	case "$group:$1" in
 	all:*|coverage:build|coverage:test|coverage:coverage|test:build|test:test|build:build|\
-	kernel:build|kernel:kernel|xfs:build|xfs:test|xfs:xfs)
+	tsan:build|tsan:test|tsan:tsan|kernel:build|kernel:kernel|xfs:build|xfs:test|xfs:xfs)
 		return 0 ;;
 	esac
 	return 1

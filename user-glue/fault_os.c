@@ -27,6 +27,9 @@ struct sx_fault_site {
 static pthread_mutex_t sx_fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sx_fault_site sx_fault_sites[SX_FAULT_SLOTS];
 static bool sx_fault_full_warned;
+/* sx_fault_set_hook()'s function and argument (under the lock) */
+static void (*sx_fault_hook_fn)(void *arg, const char *site);
+static void *sx_fault_hook_arg;
 
 /* FNV-1a: short names, cheap and well spread. */
 static u32 sx_fault_hash(const char *s)
@@ -70,8 +73,18 @@ static struct sx_fault_site *sx_fault_lookup(const char *site, bool create)
 /* Return 0, or the error armed for @site, and count the call. */
 int sx_fault(const char *site)
 {
+	void (*hook)(void *arg, const char *site);
 	struct sx_fault_site *fs;
+	void *hook_arg;
 	int error = 0;
+
+	/* the hook runs unlocked: it may do work that passes other sites */
+	pthread_mutex_lock(&sx_fault_lock);
+	hook = sx_fault_hook_fn;
+	hook_arg = sx_fault_hook_arg;
+	pthread_mutex_unlock(&sx_fault_lock);
+	if (hook)
+		hook(hook_arg, site);
 
 	/* longer names could never have been armed */
 	if (strlen(site) >= SX_FAULT_NAME_MAX)
@@ -153,4 +166,13 @@ u64 sx_fault_hits(const char *site)
 		hits = fs->fs_hits;
 	pthread_mutex_unlock(&sx_fault_lock);
 	return hits;
+}
+
+/* Call @fn(@arg, site) at every sx_fault() call from now on (NULL: none). */
+void sx_fault_set_hook(void (*fn)(void *arg, const char *site), void *arg)
+{
+	pthread_mutex_lock(&sx_fault_lock);
+	sx_fault_hook_fn = fn;
+	sx_fault_hook_arg = arg;
+	pthread_mutex_unlock(&sx_fault_lock);
 }

@@ -11,28 +11,107 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* Built with ThreadSanitizer (gcc says so one way, clang the other). */
+#if defined(__SANITIZE_THREAD__)
+#define SX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SX_TSAN 1
+#endif
+#endif
+
 /*
  * Memory.  SX_NOFS has no meaning here: there is no reclaim that could
  * recurse into us.
+ *
+ * Every allocation is counted so that a test can fail the nth one
+ * (sx_alloc_fail()) and see that a workload gave back all it took
+ * (as_live).  The counters are relaxed atomics: nothing is ordered by
+ * them.  The armed fault is read with one relaxed load and taken under a
+ * lock only while armed, so a disarmed allocation never contends.
  */
+static u64 sx_mem_calls;
+static u64 sx_mem_failed;
+static s64 sx_mem_live;
+
+static pthread_mutex_t sx_mem_fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool sx_mem_fault_armed;		/* read without the lock */
+static bool sx_mem_fault_forever;
+static u64 sx_mem_fault_countdown;	/* allocations left until the first failure */
+
+/* Whether this allocation is the one armed to fail (or one after it, forever). */
+static bool sx_mem_fault(void)
+{
+	bool fail = false;
+
+	__atomic_add_fetch(&sx_mem_calls, 1, __ATOMIC_RELAXED);
+	if (likely(!__atomic_load_n(&sx_mem_fault_armed, __ATOMIC_RELAXED)))
+		return false;
+	pthread_mutex_lock(&sx_mem_fault_lock);
+	if (sx_mem_fault_armed) {
+		if (sx_mem_fault_countdown > 1) {
+			sx_mem_fault_countdown--;
+		} else {
+			fail = true;
+			if (!sx_mem_fault_forever)
+				__atomic_store_n(&sx_mem_fault_armed, false, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&sx_mem_fault_lock);
+	if (fail)
+		__atomic_add_fetch(&sx_mem_failed, 1, __ATOMIC_RELAXED);
+	return fail;
+}
+
+/* Count a pointer handed out. */
+static void *sx_mem_got(void *p)
+{
+	if (p)
+		__atomic_add_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
+	return p;
+}
 
 /* Allocate @size bytes; never returns a valid pointer for a failed request. */
 void *sx_alloc(size_t size, unsigned int flags)
 {
+	if (sx_mem_fault())
+		return NULL;
 	/* malloc(0) may return NULL, which callers would read as -ENOMEM */
-	return malloc(size ? size : 1);
+	return sx_mem_got(malloc(size ? size : 1));
 }
 
 /* Allocate @size zeroed bytes. */
 void *sx_zalloc(size_t size, unsigned int flags)
 {
-	return calloc(1, size ? size : 1);
+	if (sx_mem_fault())
+		return NULL;
+	return sx_mem_got(calloc(1, size ? size : 1));
 }
 
 /* Free memory from sx_alloc()/sx_zalloc(). */
 void sx_free(void *p)
 {
+	if (p)
+		__atomic_sub_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
 	free(p);
+}
+
+/* Fail the @nth allocation from now, once or from then on; 0 disarms. */
+void sx_alloc_fail(u64 nth, bool forever)
+{
+	pthread_mutex_lock(&sx_mem_fault_lock);
+	sx_mem_fault_countdown = nth;
+	sx_mem_fault_forever = forever;
+	__atomic_store_n(&sx_mem_fault_armed, nth != 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sx_mem_fault_lock);
+}
+
+/* Copy the allocation counters. */
+void sx_alloc_get_stats(struct sx_alloc_stats *st)
+{
+	st->as_calls = __atomic_load_n(&sx_mem_calls, __ATOMIC_RELAXED);
+	st->as_failed = __atomic_load_n(&sx_mem_failed, __ATOMIC_RELAXED);
+	st->as_live = __atomic_load_n(&sx_mem_live, __ATOMIC_RELAXED);
 }
 
 /*
@@ -47,6 +126,7 @@ void sx_mutex_init(struct sx_mutex *m)
 {
 	VERIFY(pthread_mutex_init(&m->m_lock, NULL) == 0);
 	__atomic_store_n(&m->m_held, false, __ATOMIC_RELAXED);
+	m->m_unordered = false;
 }
 
 /* Release a mutex's resources; it must not be held. */
@@ -54,7 +134,64 @@ void sx_mutex_destroy(struct sx_mutex *m)
 {
 	VERIFY(!__atomic_load_n(&m->m_held, __ATOMIC_RELAXED));
 	VERIFY(pthread_mutex_destroy(&m->m_lock) == 0);
+	if (m->m_unordered) {
+		VERIFY(pthread_cond_destroy(&m->m_wait) == 0);
+		VERIFY(pthread_mutex_destroy(&m->m_wait_lock) == 0);
+	}
 }
+
+/*
+ * Unordered mutexes.  Without ThreadSanitizer nothing here checks lock
+ * order, and they are plain mutexes.  TSan checks the order of every
+ * mutex it sees locked, but not of one taken with a trylock: so under
+ * TSan an unordered mutex is only ever taken with pthread_mutex_trylock(),
+ * and a thread that finds it held sleeps on m_wait until its holder lets
+ * go.  m_wait_lock is never held while anything else is taken, so it can
+ * close no cycle either, and TSan still sees every acquire and release.
+ */
+void sx_mutex_set_unordered(struct sx_mutex *m)
+{
+	VERIFY(pthread_mutex_init(&m->m_wait_lock, NULL) == 0);
+	VERIFY(pthread_cond_init(&m->m_wait, NULL) == 0);
+	m->m_waiters = 0;
+	m->m_unordered = true;
+}
+
+/* Take @m, an unordered mutex, without TSan seeing a blocking lock. */
+static void sx_mutex_lock_unordered(struct sx_mutex *m)
+{
+	int error = pthread_mutex_trylock(&m->m_lock);
+
+	if (error == 0)
+		return;
+	VERIFY(error == EBUSY);
+	VERIFY(pthread_mutex_lock(&m->m_wait_lock) == 0);
+	for (;;) {
+		error = pthread_mutex_trylock(&m->m_lock);
+		if (error == 0)
+			break;
+		VERIFY(error == EBUSY);
+		m->m_waiters++;
+		VERIFY(pthread_cond_wait(&m->m_wait, &m->m_wait_lock) == 0);
+		m->m_waiters--;
+	}
+	VERIFY(pthread_mutex_unlock(&m->m_wait_lock) == 0);
+}
+
+/* Wake whoever waits for @m, an unordered mutex just unlocked. */
+static void sx_mutex_wake_unordered(struct sx_mutex *m)
+{
+	VERIFY(pthread_mutex_lock(&m->m_wait_lock) == 0);
+	if (m->m_waiters)
+		VERIFY(pthread_cond_broadcast(&m->m_wait) == 0);
+	VERIFY(pthread_mutex_unlock(&m->m_wait_lock) == 0);
+}
+
+#ifdef SX_TSAN
+#define sx_mutex_tsan_unordered(m)	((m)->m_unordered)
+#else
+#define sx_mutex_tsan_unordered(m)	false
+#endif
 
 /* Record the calling thread as the holder of a just-acquired mutex. */
 static void sx_mutex_set_owner(struct sx_mutex *m)
@@ -73,7 +210,10 @@ static void sx_mutex_clear_owner(struct sx_mutex *m)
 void sx_mutex_lock(struct sx_mutex *m)
 {
 	VERIFY(!sx_mutex_is_held(m));
-	VERIFY(pthread_mutex_lock(&m->m_lock) == 0);
+	if (sx_mutex_tsan_unordered(m))
+		sx_mutex_lock_unordered(m);
+	else
+		VERIFY(pthread_mutex_lock(&m->m_lock) == 0);
 	sx_mutex_set_owner(m);
 }
 
@@ -98,6 +238,8 @@ void sx_mutex_unlock(struct sx_mutex *m)
 	VERIFY(sx_mutex_is_held(m));
 	sx_mutex_clear_owner(m);
 	VERIFY(pthread_mutex_unlock(&m->m_lock) == 0);
+	if (sx_mutex_tsan_unordered(m))
+		sx_mutex_wake_unordered(m);
 }
 
 /* True if the calling thread holds @m. */
@@ -224,7 +366,7 @@ void sx_cond_destroy(struct sx_cond *c)
 /* Sleep on @c with @m released; the owner record follows the lock. */
 void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m)
 {
-	VERIFY(sx_mutex_is_held(m));
+	VERIFY(sx_mutex_is_held(m) && !m->m_unordered);
 	sx_mutex_clear_owner(m);
 	VERIFY(pthread_cond_wait(&c->c_cond, &m->m_lock) == 0);
 	sx_mutex_set_owner(m);
@@ -295,8 +437,35 @@ s64 sx_atomic64_cmpxchg(struct sx_atomic64 *a, s64 old, s64 new)
  * RCU.  liburcu refuses a second registration of one thread, but library
  * entry points and the programs around them both want to say "this thread
  * uses RCU"; a per-thread depth lets them nest.
+ *
+ * ThreadSanitizer.  liburcu is not built with it, and its grace periods
+ * are made of membarrier(), futexes and atomics inside the library, which
+ * TSan never sees: a reader's accesses and the free after the grace
+ * period would look unordered, and so would a call_rcu() and its
+ * callback on liburcu's thread.  The glue tells TSan what RCU promises:
+ * every read-side section that ends releases one sync object, and code
+ * that runs after a grace period (synchronize, barrier, a callback)
+ * acquires it; sx_call_rcu() releases its head, the callback acquires it,
+ * and a barrier acquires what the callbacks released when they returned.
+ * The engine's code is untouched and every access TSan checks is real.
  */
 static __thread unsigned int sx_rcu_depth;
+
+#ifdef SX_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+
+/* What every read-side section releases and every grace period acquires. */
+static char sx_rcu_tsan_gp;
+/* What every callback releases when it is done and a barrier acquires. */
+static char sx_rcu_tsan_cb;
+
+#define sx_tsan_acquire(p)	__tsan_acquire(p)
+#define sx_tsan_release(p)	__tsan_release(p)
+#else
+#define sx_tsan_acquire(p)	do { } while (0)
+#define sx_tsan_release(p)	do { } while (0)
+#endif
 
 /* Register the calling thread with liburcu (nests). */
 void sx_thread_enter(void)
@@ -322,6 +491,7 @@ void sx_rcu_read_lock(void)
 /* End an RCU read-side critical section. */
 void sx_rcu_read_unlock(void)
 {
+	sx_tsan_release(&sx_rcu_tsan_gp);
 	urcu_memb_read_unlock();
 }
 
@@ -329,6 +499,7 @@ void sx_rcu_read_unlock(void)
 void sx_synchronize_rcu(void)
 {
 	urcu_memb_synchronize_rcu();
+	sx_tsan_acquire(&sx_rcu_tsan_gp);
 }
 
 /* liburcu's callback: find the engine's head around liburcu's and run it. */
@@ -338,13 +509,17 @@ static void sx_rcu_trampoline(struct rcu_head *urcu)
 
 	head = (struct sx_rcu_head *)((char *)urcu -
 				      offsetof(struct sx_rcu_head, rh_urcu));
+	sx_tsan_acquire(head);
+	sx_tsan_acquire(&sx_rcu_tsan_gp);
 	head->rh_func(head);
+	sx_tsan_release(&sx_rcu_tsan_cb);
 }
 
 /* Run @fn(@head) from liburcu's callback thread after a grace period. */
 void sx_call_rcu(struct sx_rcu_head *head, void (*fn)(struct sx_rcu_head *head))
 {
 	head->rh_func = fn;
+	sx_tsan_release(head);
 	urcu_memb_call_rcu(&head->rh_urcu, sx_rcu_trampoline);
 }
 
@@ -352,6 +527,7 @@ void sx_call_rcu(struct sx_rcu_head *head, void (*fn)(struct sx_rcu_head *head))
 void sx_rcu_barrier(void)
 {
 	urcu_memb_barrier();
+	sx_tsan_acquire(&sx_rcu_tsan_cb);
 }
 
 /* Time. */

@@ -384,10 +384,21 @@ static void ck_usage_judge(struct ck_usage *cu)
 			continue;
 
 		if (i != idx) {
+			int error;
+
 			idx = i;
-			have = !sx_dev_read(mp, sb->sb_bmapstart + i, 1, cu->cu_buf) &&
-			       !sx_buf_verify(mp, cu->cu_buf, sb->sb_bmapstart + i,
-					      &sx_bitmap_buf_ops, 0);
+			error = sx_dev_read(mp, sb->sb_bmapstart + i, 1, cu->cu_buf);
+			/*
+			 * The bitmap pass read this block, but a read can fail
+			 * now: say so, or its blocks would pass unjudged.  (One
+			 * that fails to verify, the bitmap pass reported.)
+			 */
+			if (error)
+				sx_check_problem(ck, "bitmap block %llu (block %llu): cannot read: %s (%d); the use of its blocks is not judged",
+					   (sx_ull)i, (sx_ull)(sb->sb_bmapstart + i),
+					   sx_offline_errname(error), error);
+			have = !error && !sx_buf_verify(mp, cu->cu_buf, sb->sb_bmapstart + i,
+							&sx_bitmap_buf_ops, 0);
 		}
 		used = have && (cu->cu_buf[SX_BITMAP_HDR_SIZE + bit / 8] & (1u << (bit % 8)));
 		bad = (meta && count) || (count >= 2 && refc != count) || (count < 2 && refc) ||

@@ -129,5 +129,33 @@ SX_API int sx_fault_arm(const char *site, uint64_t nth, bool forever, int error)
 SX_API void sx_fault_disarm_all(void);
 /** sx_fault_hits() - how often sx_fault(@site) has been called */
 SX_API uint64_t sx_fault_hits(const char *site);
+/**
+ * sx_fault_set_hook() - call @fn(@arg, @site) in the calling thread at
+ * every sx_fault() call from now on, before the site's armed error is
+ * decided (NULL: none), so that a test can make something happen at an
+ * exact point of an operation (another thread's work, say)
+ */
+SX_API void sx_fault_set_hook(void (*fn)(void *arg, const char *site), void *arg);
+
+/*
+ * Allocation faults.  Every sx_alloc()/sx_zalloc() the engine makes is
+ * counted, and a test can make one of them, or all from one on, return
+ * NULL as an exhausted kernel allocator would.  The user library only: the
+ * kernel module has the kernel's own fault injection (failslab).
+ */
+struct sx_alloc_stats {
+	uint64_t	as_calls;	/* allocations asked for since the program started */
+	uint64_t	as_failed;	/* of them, failed by sx_alloc_fail() */
+	int64_t		as_live;	/* allocated and not yet freed (sx_free) */
+};
+
+/**
+ * sx_alloc_fail() - make the @nth allocation from now (1-based) fail, once
+ * or, with @forever, every one from then on; @nth 0 disarms.  Thread-safe;
+ * a disarmed allocation pays one relaxed atomic load for the check.
+ */
+SX_API void sx_alloc_fail(uint64_t nth, bool forever);
+/** sx_alloc_get_stats() - copy the allocation counters */
+SX_API void sx_alloc_get_stats(struct sx_alloc_stats *st);
 
 #endif /* SWAPEXT_DEVICE_H */

@@ -48,6 +48,14 @@ bool sx_mutex_trylock(struct sx_mutex *m);
 void sx_mutex_unlock(struct sx_mutex *m);
 /** sx_mutex_is_held() - true if the calling thread holds @m (for assertions) */
 bool sx_mutex_is_held(struct sx_mutex *m);
+/**
+ * sx_mutex_set_unordered() - leave @m out of lock-order checking (lockdep,
+ * ThreadSanitizer), as the kernel's lockdep_set_novalidate_class() does:
+ * for a kind of lock taken in an order that follows the role of what it
+ * guards, which changes, not the lock's identity (buffer locks).  Right
+ * after sx_mutex_init(); such a mutex is never used with sx_cond_wait().
+ */
+void sx_mutex_set_unordered(struct sx_mutex *m);
 
 /** sx_rwsem_init() - initialise a reader/writer semaphore */
 void sx_rwsem_init(struct sx_rwsem *s);

@@ -8,6 +8,9 @@
 # but the include root (no generic names like format.h on the path).
 #
 # usage: install-check.sh BUILD_DIR     (from the source tree's top)
+#
+# SX_VARIANT_LDFLAGS: link flags the static library's objects need, from a
+# variant build (make coverage: --coverage, whose objects call libgcov).
 # Ends with "N passed, N failed".
 
 set -u
@@ -75,7 +78,8 @@ fi
 # shellcheck disable=SC2046
 if "$cc" -std=c11 -Wall -Wextra -Werror $cflags "$src/tests/install/consumer.c" \
 	-o "$tmp/consumer-static" "$root$prefix/lib/libswapext.a" \
-	$(pkg-config --static --libs-only-l swapext | sed 's/-lswapext//') > "$tmp/cc2.log" 2>&1 &&
+	$(pkg-config --static --libs-only-l swapext | sed 's/-lswapext//') \
+	${SX_VARIANT_LDFLAGS:-} > "$tmp/cc2.log" 2>&1 &&
    "$tmp/consumer-static" > "$tmp/run2.log" 2>&1; then
 	ok "the same program, static library: $(tail -n 1 "$tmp/run2.log")"
 else

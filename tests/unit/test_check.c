@@ -470,6 +470,161 @@ static void test_both_sb_copies(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * Fields of the older superblock copy that only a verifier refuses (CRC
+ * right): each is named, and the copy in use is still checked.
+ */
+static void test_sb_copy_fields(void **state)
+{
+	enum { VERSION, SEQ_ZERO, TAIL_CYCLE, NCASES };
+	static const char *const what[NCASES] = {
+		[VERSION] = "sb_version is 77, expected",
+		[SEQ_ZERO] = "sb_seq is 0, which is never written",
+		[TAIL_CYCLE] = "log tail cycle is 0",
+	};
+	struct sx_bdev *base = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_sb sb = get_sb(base);
+	int older = 1 - (int)(sb.sb_seq % 2), c;
+
+	for (c = 0; c < NCASES; c++) {
+		struct sx_bdev *bd = sxt_bdev_copy(base);
+		u8 buf[SX_SB_SIZE];
+		struct sx_dsb *dsb = (struct sx_dsb *)buf;
+		struct sxt_text r;
+
+		sx_sb_encode(&sb, buf);
+		dsb->sb_seq = cpu_to_le64(sb.sb_seq - 1);
+		switch (c) {
+		case VERSION:
+			dsb->sb_version = cpu_to_le32(77);
+			break;
+		case SEQ_ZERO:
+			dsb->sb_seq = 0;
+			break;
+		case TAIL_CYCLE:
+			dsb->sb_log_tail = cpu_to_le64(SX_LSN(0, 0));
+			break;
+		}
+		dsb->sb_crc = cpu_to_le32(sx_cksum_skip(buf, SX_SB_SIZE,
+							offsetof(struct sx_dsb, sb_crc)));
+		sxt_bdev_poke(bd, (u64)older * 4096, buf, SX_SB_SIZE);
+		/* the damage, the field, and (for the version) the copies' disagreement */
+		assert_true(check(bd, &r) >= 2);
+		assert_true(sxt_text_has(&r, "CRC is right but fields fail verification"));
+		assert_true(sxt_text_has(&r, what[c]));
+		assert_true(sxt_text_has(&r, "log: clean"));
+		sxt_text_free(&r);
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(base);
+}
+
+/* A bitmap block whose CRC is right but whose header says another block, or padding. */
+static void test_bitmap_header_fields(void **state)
+{
+	struct sx_bdev *base = small_fs();
+	struct sx_sb sb = get_sb(base);
+	struct sx_bdev *bd;
+	struct sx_dbitmap *bm;
+	struct sxt_text r;
+	u8 *blk;
+
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_hdr.bh_blkno = cpu_to_le64(sb.sb_bmapstart + 2);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1, blk, true);
+	assert_true(check(bd, &r) >= 1);
+	assert_true(sxt_text_has(&r, "header says it is block"));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 3);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_pad = cpu_to_le64(5);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 3, blk, true);
+	assert_true(check(bd, &r) >= 1);
+	assert_true(sxt_text_has(&r, "bitmap block 3"));
+	assert_true(sxt_text_has(&r, "bm_pad is 0x5, expected 0"));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(base);
+}
+
+/* Whether @t names a read failure, in any of the checker's and printer's words. */
+static bool says_unreadable(const struct sxt_text *t)
+{
+	return t->text && (sxt_text_has(t, "cannot read") || sxt_text_has(t, "read error") ||
+			   sxt_text_has(t, "unreadable") || sxt_text_has(t, "I/O error"));
+}
+
+/*
+ * A read error at any read of the checker or the log printer (superblock
+ * copies, log records, bitmap, fsinfo, inodes and their trees) is reported,
+ * never taken for a clean image, and neither stops early without saying so.
+ */
+static void test_read_errors(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0), *cbd;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_crashdev *cd;
+	struct sxt_text r;
+	u8 data[8192];
+	u64 problems, clean, n;
+	int fd, error, pass;
+
+	/* files with data, then records the log still holds */
+	memset(data, 7, sizeof(data));
+	assert_int_equal(sx_create(mp, "a", 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, data, sizeof(data), 0), (s64)sizeof(data));
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(sx_create(mp, "b", 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, data, sizeof(data), 4096), (s64)sizeof(data));
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	assert_int_equal(sx_check(bd, NULL, NULL, &clean), 0);
+
+	for (pass = 0; pass < 2; pass++) {
+		for (n = 1;; n++) {
+			struct sx_crashdev_stats st;
+
+			assert_true(n < 10000);
+			assert_int_equal(sx_crashdev_create(bd, n, &cbd, &cd), 0);
+			sx_crashdev_fail(cd, SX_IO_READ, n, true, -EIO);
+			memset(&r, 0, sizeof(r));
+			problems = 0;
+			if (pass == 0)
+				error = sx_check(cbd, sxt_text_line, &r, &problems);
+			else
+				error = sx_logprint(cbd, sxt_text_line, &r);
+			sx_crashdev_get_stats(cd, &st);
+			sx_bdev_destroy(cbd);
+			if (!st.cs_injected_errors) {
+				/* past the last read: the same report as without the fault */
+				assert_int_equal(error, 0);
+				if (pass == 0)
+					assert_int_equal(problems, clean);
+				sxt_text_free(&r);
+				break;
+			}
+			if (error == 0 && pass == 0 && problems <= clean)
+				fail_msg("check: read %llu failed, and the report is clean:\n%s",
+					 (unsigned long long)n, r.text ? r.text : "");
+			if (error == 0 && !says_unreadable(&r))
+				fail_msg("%s: read %llu failed, and the report does not say so:\n%s",
+					 pass ? "logprint" : "check", (unsigned long long)n,
+					 r.text ? r.text : "");
+			sxt_text_free(&r);
+		}
+		assert_true(n > 3);
+	}
+	sx_bdev_destroy(bd);
+}
+
 /* Committed and synced but not checkpointed: the log needs recovery. */
 static void test_dirty_log(void **state)
 {
@@ -664,6 +819,9 @@ int main(void)
 		cmocka_unit_test(test_one_sb_copy),
 		cmocka_unit_test(test_unknown_features),
 		cmocka_unit_test(test_both_sb_copies),
+		cmocka_unit_test(test_sb_copy_fields),
+		cmocka_unit_test(test_bitmap_header_fields),
+		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_dirty_log),
 		cmocka_unit_test(test_log_bad_op),
 		cmocka_unit_test(test_garbage),

@@ -268,6 +268,95 @@ static void test_failure_then_recovery(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * The N-th allocation of a chain fails, for each N until none strikes: the
+ * chain either shuts the mount down (recovery then finishes it or, if its
+ * first commit never reached the disk, finds nothing of it) or leaves
+ * nothing of itself in memory or in the log.  The fault loop found two
+ * ways to get an error with the chain's intents committed and the mount
+ * running: a roll whose commit reached the log but whose next transaction
+ * could not be allocated, and a step that finished its pending's last item
+ * and then could not log the intent of the work it spawned.
+ */
+static void test_alloc_failure_each_point(void **state)
+{
+	struct sx_alloc_stats a0, a1;
+	struct sx_bdev *bd;
+	struct sx_mount *mp;
+	struct sx_trans *tp;
+	u64 blk[3], n, g[3];
+	bool hit, shut;
+	int error, i;
+
+	for (n = 1;; n++) {
+		bd = sxt_memfs(32 * MIB, 4096, 0);
+		mp = sxt_mount(bd);
+		sxt_tdf_reset();
+		alloc_tblocks(mp, blk, 3);
+		tp = chain_trans(mp, 0);
+		/* three steps, then the last pending: one step that spawns a child */
+		assert_int_equal(sxt_tdf_add(tp, blk[1], 3, 0), 0);
+		assert_int_equal(sxt_tdf_add(tp, blk[0], 1, blk[2]), 0);
+		sx_alloc_get_stats(&a0);
+		sx_alloc_fail(n, false);
+		error = sx_defer_finish(&tp);
+		if (!error)
+			error = sx_trans_commit(tp);
+		else
+			sx_trans_cancel(tp);
+		sx_alloc_fail(0, false);
+		sx_alloc_get_stats(&a1);
+		hit = a1.as_failed != a0.as_failed;
+		shut = sx_is_shutdown(mp);
+		if (error && !shut)
+			for (i = 0; i < 3; i++)
+				assert_int_equal(gen_of(mp, blk[i]), 0);
+		sx_unmount(mp);
+
+		sxt_tdf_reset();
+		mp = sxt_mount(bd);
+		for (i = 0; i < 3; i++)
+			g[i] = gen_of(mp, blk[i]);
+		if (!error || (shut && g[1]))
+			assert_true(g[0] == 1 && g[1] == 3 && g[2] == 1);
+		else
+			assert_true(g[0] == 0 && g[1] == 0 && g[2] == 0);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(bd);
+		if (!hit)
+			break;
+	}
+	assert_true(n > 10);
+}
+
+/*
+ * A roll whose commit put the intents of its queued work in the log, but
+ * whose next transaction cannot be had, shuts the mount down: that work
+ * is promised, and only recovery may do it now.
+ */
+static void test_roll_alloc_failure(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(32 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	u64 blk[1];
+
+	sxt_tdf_reset();
+	alloc_tblocks(mp, blk, 1);
+	tp = chain_trans(mp, 0);
+	assert_int_equal(sxt_tdf_add(tp, blk[0], 2, 0), 0);
+	assert_int_equal(sx_fault_arm("trans_alloc", 1, false, -ENOMEM), 0);
+	assert_int_equal(sx_trans_roll(&tp), -ENOMEM);
+	sx_fault_disarm_all();
+	assert_null(tp);
+	assert_true(sx_is_shutdown(mp));
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	assert_int_equal(gen_of(mp, blk[0]), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 /* An intent whose work is not done is not trusted if it fails validation. */
 static void test_bad_intent_refused(void **state)
 {
@@ -400,6 +489,8 @@ int main(void)
 		cmocka_unit_test(test_cancel_unlogged),
 		cmocka_unit_test(test_commit_and_roll),
 		cmocka_unit_test(test_failure_then_recovery),
+		cmocka_unit_test(test_alloc_failure_each_point),
+		cmocka_unit_test(test_roll_alloc_failure),
 		cmocka_unit_test(test_bad_intent_refused),
 		cmocka_unit_test(test_efi_long_extent),
 		cmocka_unit_test(test_efi_bad_ranges),

@@ -409,6 +409,50 @@ static void test_name_checks(void **state)
 }
 
 /* Create, open, close and the descriptor table. */
+/*
+ * The directory operations check what they are given even where the file
+ * API has already looked: adding a name that exists or an inode number off
+ * the data area, removing or repointing a name that is not there, or
+ * repointing at a bad inode number, fails and leaves the directory as it was.
+ */
+static void test_dir_op_refusals(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_inode *dp;
+	struct sx_trans *tp;
+	u64 ino, old = 0, size0, nrecs0, size, nrecs;
+	u16 format;
+	int fd;
+
+	assert_int_equal(sx_create(mp, "a", 0644, &fd), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(dir_lookup(mp, "a", &ino), 0);
+	root_state(mp, &format, &nrecs0, &size0);
+
+	dp = root_inode(mp);
+	assert_int_equal(sx_trans_alloc(mp, 65536, 0, &tp), 0);
+	sx_ilock(dp, SX_ILOCK_EXCL);
+	assert_int_equal(sx_dir_add(tp, dp, "a", ino), -EEXIST);
+	assert_int_equal(sx_dir_add(tp, dp, "b", 1), -EINVAL);
+	assert_int_equal(sx_dir_add(tp, dp, "b", mp->m_sb.sb_dblocks), -EINVAL);
+	assert_int_equal(sx_dir_remove(tp, dp, "b", &old), -ENOENT);
+	assert_int_equal(sx_dir_replace(tp, dp, "b", ino, &old), -ENOENT);
+	assert_int_equal(sx_dir_replace(tp, dp, "a", 1, &old), -EINVAL);
+	sx_iunlock(dp, SX_ILOCK_EXCL);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	sx_irele(dp);
+
+	root_state(mp, &format, &nrecs, &size);
+	assert_int_equal(nrecs, nrecs0);
+	assert_int_equal(size, size0);
+	assert_int_equal(dir_lookup(mp, "a", &old), 0);
+	assert_int_equal(old, ino);
+	assert_int_equal(dir_lookup(mp, "b", &old), -ENOENT);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 static void test_create_open_close(void **state)
 {
 	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
@@ -1540,6 +1584,7 @@ int main(void)
 		cmocka_unit_test(test_hash_format),
 		cmocka_unit_test(test_name_checks),
 		cmocka_unit_test(test_create_open_close),
+		cmocka_unit_test(test_dir_op_refusals),
 		cmocka_unit_test(test_fstat),
 		cmocka_unit_test(test_generation),
 		cmocka_unit_test(test_many_names_4k),

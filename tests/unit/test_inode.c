@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "sxtest.h"
+#include "sxcrash.h"
 #include "inode.h"
 #include "fsinfo.h"
 #include "file.h"
@@ -683,7 +684,7 @@ static void test_unlinked_list(void **state)
 		assert_int_equal(l[i], ino[4 - i]);
 	assert_int_equal(icount(mp), 6);
 	assert_int_equal(sx_fd_get(mp, fd[0], &ip[0]), 0);
-	assert_true(ip[0]->i_iflags & SX_IF_UNLINKED);
+	assert_true(ip[0]->i_unlinked);
 	assert_int_equal(sx_irele(ip[0]), 0);
 
 	/* the checker sees a well-formed list on a copy of the image */
@@ -892,6 +893,74 @@ static void test_free_interrupted(void **state)
 	free(data);
 }
 
+/*
+ * A transaction that changed an inode in memory and is then cancelled puts
+ * the in-core inode back as its block is: the size, the times and the
+ * fork fields.  The fault loop found it: a clone whose piece grew the
+ * destination's size and then failed to log its intents left the size
+ * grown over a hole, and a copy-on-write write that failed the same way
+ * left the fork's record count changed while its block had its records
+ * back, so that later lookups lost the file's last mappings.  Here a
+ * commit that fails (the trans_commit site) after a truncate up, and after
+ * a write into a hole that maps a block and moves the size, must leave
+ * what the file showed before, in memory and after a remount.
+ */
+static void test_cancel_restores_inode(void **state)
+{
+	struct sx_bdev *img = newfs();
+	struct sx_mount *mp = sxt_mount(img);
+	u8 *data = malloc(4 * BS), *back = malloc(8 * BS);
+	struct sx_stat st0, st;
+	struct sx_inode *ip;
+	u64 nrecs;
+	int fd;
+
+	assert_non_null(data);
+	assert_non_null(back);
+	memset(data, 0x5a, 4 * BS);
+	assert_int_equal(sx_create(mp, "f", SX_IFREG | 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, data, 2 * BS, 0), 2 * BS);
+	assert_int_equal(sx_fstat(mp, fd, &st0), 0);
+	assert_int_equal(sx_fd_get(mp, fd, &ip), 0);
+	nrecs = ip->i_nrecs;
+
+	assert_int_equal(sx_fault_arm("trans_commit", 1, false, -ENOMEM), 0);
+	assert_int_equal(sx_truncate(mp, fd, 7 * BS), -ENOMEM);
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	assert_int_equal(st.st_size, st0.st_size);
+	assert_int_equal(st.st_mtime_ns, st0.st_mtime_ns);
+
+	/* a hole, then a block past EOF: map and size in one transaction */
+	assert_int_equal(sx_fault_arm("trans_commit", 1, false, -ENOMEM), 0);
+	assert_int_equal(sx_pwrite(mp, fd, data, BS, 5 * BS), -ENOMEM);
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	assert_int_equal(st.st_size, st0.st_size);
+	assert_int_equal(st.st_blocks, st0.st_blocks);
+	assert_int_equal(ip->i_nrecs, nrecs);
+	assert_int_equal(sx_pread(mp, fd, back, 8 * BS, 0), 2 * BS);
+	assert_memory_equal(back, data, 2 * BS);
+	assert_int_equal(sx_shutdown_state(mp, NULL, 0), 0);
+
+	/* and what the next transaction logs of it is right too */
+	assert_int_equal(sx_pwrite(mp, fd, data, BS, 3 * BS), BS);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sxc_check_clean(img, 0, "after cancelled commits"), 0);
+	mp = sxt_mount(img);
+	assert_int_equal(sx_open(mp, "f", &fd), 0);
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	assert_int_equal(st.st_size, 4 * BS);
+	assert_int_equal(sx_pread(mp, fd, back, 8 * BS, 0), 4 * BS);
+	assert_memory_equal(back, data, 2 * BS);
+	assert_memory_equal(back + 3 * BS, data, BS);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(img);
+	free(data);
+	free(back);
+}
+
 /* Allocation on a full filesystem is -ENOSPC and changes nothing. */
 static void test_enospc(void **state)
 {
@@ -919,6 +988,7 @@ static void test_enospc(void **state)
 		got += len;
 		assert_int_equal(sx_trans_commit(tp), 0);
 	}
+	assert_true(got > 0);
 	assert_int_equal(sx_alloc_free_blocks(mp), 0);
 
 	assert_int_equal(sx_trans_alloc(mp, ialloc_res(mp), 0, &tp), 0);
@@ -963,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(test_unlinked_crash),
 		cmocka_unit_test(test_free_interrupted),
 		cmocka_unit_test(test_enospc),
+		cmocka_unit_test(test_cancel_restores_inode),
 	};
 
 	sx_thread_enter();

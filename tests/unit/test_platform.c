@@ -768,6 +768,94 @@ static void test_fault_threads(void **state)
 	assert_int_equal(sx_atomic_read(&fault_fired), 1);
 }
 
+/* The nth allocation fails once; the counters see every call and free. */
+static void test_alloc_fail_once(void **state)
+{
+	struct sx_alloc_stats s0, s1;
+	void *p[4];
+	int i;
+
+	sx_alloc_get_stats(&s0);
+	sx_alloc_fail(3, false);
+	p[0] = sx_alloc(10, 0);
+	p[1] = sx_zalloc(10, 0);
+	p[2] = sx_alloc(10, 0);
+	p[3] = sx_zalloc(0, 0);
+	assert_non_null(p[0]);
+	assert_non_null(p[1]);
+	assert_null(p[2]);
+	assert_non_null(p[3]);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_calls - s0.as_calls, 4);
+	assert_int_equal(s1.as_failed - s0.as_failed, 1);
+	assert_int_equal(s1.as_live - s0.as_live, 3);
+	for (i = 0; i < 4; i++)
+		sx_free(p[i]);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_live, s0.as_live);
+}
+
+/* Forever fails every allocation from the nth on; nth 0 disarms. */
+static void test_alloc_fail_forever(void **state)
+{
+	struct sx_alloc_stats s0, s1;
+	void *p;
+	int i;
+
+	sx_alloc_get_stats(&s0);
+	sx_alloc_fail(2, true);
+	p = sx_alloc(8, 0);
+	assert_non_null(p);
+	sx_free(p);
+	for (i = 0; i < 10; i++)
+		assert_null(sx_zalloc(8, 0));
+	sx_alloc_fail(0, false);
+	p = sx_alloc(8, 0);
+	assert_non_null(p);
+	sx_free(p);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_calls - s0.as_calls, 12);
+	assert_int_equal(s1.as_failed - s0.as_failed, 10);
+	assert_int_equal(s1.as_live, s0.as_live);
+}
+
+static void *alloc_thread(void *arg)
+{
+	struct sx_atomic *nulls = arg;
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		void *p = sx_alloc(16, 0);
+
+		if (!p)
+			sx_atomic_add_return(nulls, 1);
+		sx_free(p);
+	}
+	return NULL;
+}
+
+/* Threads racing through an armed fault: exactly one allocation fails. */
+static void test_alloc_fail_threads(void **state)
+{
+	struct sx_alloc_stats s0, s1;
+	struct sx_atomic nulls;
+	pthread_t t[NTHREADS];
+	int i;
+
+	sx_atomic_set(&nulls, 0);
+	sx_alloc_get_stats(&s0);
+	sx_alloc_fail(5000, false);
+	for (i = 0; i < NTHREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, alloc_thread, &nulls), 0);
+	for (i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(sx_atomic_read(&nulls), 1);
+	assert_int_equal(s1.as_calls - s0.as_calls, NTHREADS * 10000);
+	assert_int_equal(s1.as_failed - s0.as_failed, 1);
+	assert_int_equal(s1.as_live, s0.as_live);
+}
+
 #define LOG_MAX	16
 
 struct log_capture {
@@ -888,6 +976,9 @@ int main(void)
 		cmocka_unit_test(test_fault_forever),
 		cmocka_unit_test(test_fault_names_and_hits),
 		cmocka_unit_test(test_fault_threads),
+		cmocka_unit_test(test_alloc_fail_once),
+		cmocka_unit_test(test_alloc_fail_forever),
+		cmocka_unit_test(test_alloc_fail_threads),
 		cmocka_unit_test(test_log_callback),
 		cmocka_unit_test(test_log_default_stderr),
 	};

@@ -635,8 +635,13 @@ static void test_cui_crash(void **state)
 static u64 map_at(struct sx_inode *ip, u64 off)
 {
 	struct sx_bmap_irec irec;
+	int error;
 
-	assert_int_equal(sx_bmap_lookup(NULL, ip, off, &irec), 0);
+	/* a lookup without a transaction holds the inode lock (bmap.h) */
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	error = sx_bmap_lookup(NULL, ip, off, &irec);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	assert_int_equal(error, 0);
 	if (irec.br_startblock == SX_HOLE)
 		return 0;
 	return irec.br_startblock + (off - irec.br_startoff);

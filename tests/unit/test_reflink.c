@@ -7,14 +7,17 @@
  * append-only and swap files), copy-on-write (writing either file never
  * changes the other), unlinking either side, persistence, a power cut
  * after one file lets go of blocks the other then overwrites (at one
- * write, and at every write of the sequence), and the checker clean after
- * each case.
+ * write, and at every write of the sequence), a block another thread frees
+ * while a copy-on-write or a fallocate allocates never takes data before
+ * its free is durable, and the checker clean after each case.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
 #include <cmocka.h>
 #include "sxcrash.h"
 #include "inode.h"
@@ -506,6 +509,44 @@ static void test_clone_cow_no_force(void **state)
 	assert_int_equal(sx_close(mp, b), 0);
 }
 
+/*
+ * More blocks left with one owner between two log forces than the record
+ * of them holds (32 extents): the oldest are folded together, which only
+ * widens what waits, so an overwrite in place of any of them still forces
+ * the log first, and once forced nothing waits.
+ */
+static void test_clone_unshare_many(void **state)
+{
+	enum { N = 40 };
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), b = mk("b");
+	u32 i;
+
+	put(a, 0, 2 * N * BS, 1);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	/* N separate punches leave a's even blocks its own, N extents apart */
+	for (i = 0; i < N; i++)
+		assert_int_equal(sx_punch(mp, b, 2 * i * BS, BS), 0);
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	assert_int_equal(refc(phys(a, BS, NULL)), 2);
+	sx_log_get_stats(mp, &st0);
+	/* the first one punched was folded away from its own entry */
+	put(a, 0, BS, 2);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces + 1);
+	/* that force made every punch durable: the last one waits no more */
+	put(a, 2 * (N - 1) * BS, BS, 3);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(st0.ls_forces, st1.ls_forces);
+	assert_true(holds(a, 0, BS, 2));
+	assert_true(holds(a, BS, BS, 1));
+	assert_true(holds(b, BS, BS, 1));
+	assert_true(holds(b, 0, BS, 0));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
 /* Many clone ranges and writes at random against a model of both files. */
 static void test_clone_random(void **state)
 {
@@ -669,6 +710,115 @@ static void test_clone_unshare_crash(void **state)
 	mp = sxt_mount(bd);
 }
 
+/* The other thread of free_then_reuse(): a punch at the chosen moment. */
+struct reuse_race {
+	pthread_t	rr_main;	/* the thread whose allocation waits for it */
+	bool		rr_fired;
+	int		rr_fd;		/* the file punched */
+	int		rr_error;
+};
+
+static void *reuse_punch_main(void *arg)
+{
+	struct reuse_race *rr = arg;
+
+	sx_thread_enter();
+	rr->rr_error = sx_punch(mp, rr->rr_fd, 0, BS);
+	sx_thread_exit();
+	return NULL;
+}
+
+/* Fault hook: the first allocation of the main thread waits for the punch. */
+static void reuse_hook(void *arg, const char *site)
+{
+	struct reuse_race *rr = arg;
+	pthread_t t;
+
+	if (rr->rr_fired || strcmp(site, "alloc_extent") ||
+	    !pthread_equal(pthread_self(), rr->rr_main))
+		return;
+	rr->rr_fired = true;
+	assert_int_equal(pthread_create(&t, NULL, reuse_punch_main, rr), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+/* The ways data goes in place into blocks just allocated. */
+enum reuse_how {
+	REUSE_COW,		/* the copy of a copy-on-write, then the write */
+	REUSE_FALLOC,		/* fallocate, then a write into the unwritten block */
+};
+
+/*
+ * Another thread frees a block (a punch of y, not yet durable) right when
+ * a copy-on-write or a fallocate is about to allocate, and the allocation
+ * gets that block; data then goes into it in place, and the power goes
+ * with every volatile write kept and nothing forcing the log.  y must read
+ * its old bytes (the punch was lost) or zeroes (it was not), never ours:
+ * the allocation makes the free durable before any data goes in, and it
+ * must check for frees after it allocates (it once checked before the
+ * copy-on-write allocated, which a free in between slipped past).
+ */
+static void free_then_reuse(enum reuse_how how)
+{
+	struct reuse_race rr = { .rr_main = pthread_self() };
+	struct sx_bdev *cbd;
+	struct sx_crashdev *cd;
+	u64 yblk, got;
+	int s, x, y, z;
+
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sx_crashdev_create(bd, 1, &cbd, &cd), 0);
+	mp = sxt_mount(cbd);
+	s = mk("s");
+	y = mk("y");
+	x = mk("x");
+	z = mk("z");
+	/* y's block right after s's: the first free block once it is punched */
+	put(s, 0, BS, 1);
+	put(y, 0, BS, 2);
+	yblk = phys(y, 0, NULL);
+	assert_int_equal(yblk, phys(s, 0, NULL) + 1);
+	assert_int_equal(sx_clone(mp, x, s), 0);
+	assert_int_equal(sx_sync(mp), 0);
+
+	rr.rr_fd = y;
+	sx_fault_set_hook(reuse_hook, &rr);
+	if (how == REUSE_COW) {
+		put(x, 0, BS, 3);
+		got = phys(x, 0, NULL);
+	} else {
+		assert_int_equal(sx_fallocate(mp, z, 0, BS), 0);
+		got = phys(z, 0, NULL);
+		put(z, 0, BS, 3);
+	}
+	sx_fault_set_hook(NULL, NULL);
+	assert_true(rr.rr_fired);
+	assert_int_equal(rr.rr_error, 0);
+	/* the case this is about: the block the other thread freed */
+	assert_int_equal(got, yblk);
+	sx_crashdev_cut_now(cd, SX_CRASH_KEEP);
+	sx_unmount(mp);
+	sx_bdev_destroy(cbd);
+
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_open(mp, "y", &y), 0);
+	assert_true(holds(y, 0, BS, 2) || holds(y, 0, BS, 0));
+	assert_int_equal(sx_open(mp, "x", &x), 0);
+	assert_true(holds(x, 0, BS, 1) || holds(x, 0, BS, 3));
+	assert_int_equal(sx_close(mp, x), 0);
+	assert_int_equal(sx_close(mp, y), 0);
+}
+
+static void test_clone_free_then_reuse_cow(void **state)
+{
+	free_then_reuse(REUSE_COW);
+}
+
+static void test_clone_free_then_reuse_falloc(void **state)
+{
+	free_then_reuse(REUSE_FALLOC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -686,7 +836,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clone_crash_unshare_clone_over, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow_no_force, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_unshare_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_unshare_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_cow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_falloc, setup,
+						teardown),
 	};
 
 	sxt_quiet();

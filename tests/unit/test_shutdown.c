@@ -117,6 +117,45 @@ static void test_failing_call_gets_error(void **state)
 	assert_int_equal(sx_close(mp, fd), 0);
 }
 
+/*
+ * A write whose data went out but whose last transaction (the times and
+ * the size) shut the mount down fails with the error, however much it
+ * wrote: none of it can reach the disk any more.  The fault loop found
+ * the write returning its full count on the shut-down mount.  Each
+ * allocation of an overwrite fails in turn: the result and the shutdown
+ * state must agree.
+ */
+static void test_write_that_shuts_down_fails(void **state)
+{
+	static u8 buf[2 * BS];
+	struct sx_alloc_stats a0, a1;
+	int fd = synced_file("f", 2, 0x11), shutdowns = 0;
+	bool hit = true;
+	u64 n;
+	s64 r;
+
+	teardown(state);
+	for (n = 1; hit; n++) {
+		setup(state);
+		fd = synced_file("f", 2, 0x11);
+		memset(buf, 0x22, sizeof(buf));
+		sx_alloc_get_stats(&a0);
+		sx_alloc_fail(n, false);
+		r = sx_pwrite(mp, fd, buf, sizeof(buf), 0);
+		sx_alloc_fail(0, false);
+		sx_alloc_get_stats(&a1);
+		hit = a1.as_failed != a0.as_failed;
+		if (sx_shutdown_state(mp, NULL, 0)) {
+			shutdowns++;
+			assert_true(r < 0);
+		}
+		sx_close(mp, fd);
+		teardown(state);
+	}
+	assert_true(shutdowns > 0);
+	setup(state);
+}
+
 /* After a shutdown every operation fails and nothing reaches the device. */
 static void test_everything_fails_after(void **state)
 {
@@ -232,6 +271,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_explicit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_call_gets_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_that_shuts_down_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_everything_fails_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_in_unmount, setup, teardown),
 	};

@@ -289,7 +289,10 @@ static void test_three_algorithms(void **state)
 	mh_destroy(&h3);
 }
 
-/* A partial swap, or a block left shared in place, keeps both reflink flags. */
+/*
+ * A partial swap, or a block left shared in place, keeps both reflink
+ * flags; a whole-file swap moves the flag with the blocks.
+ */
 static void test_reflink_flags(void **state)
 {
 	struct mh_inode *a, *b;
@@ -338,6 +341,19 @@ static void test_reflink_flags(void **state)
 	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
 	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
 	assert_true(b->mi_flags & SX_HSTAT_REFLINK);
+	mh_destroy(&host);
+
+	/* file2 flagged, whole files exchanged: the flag goes with its blocks to file1 */
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, 8 * B);
+	b = mh_create(&host, 8 * B);
+	mh_add_extent(a, 0, 8, false);
+	mh_add_extent(b, 0, 8, false);
+	b->mi_flags |= SX_HSTAT_REFLINK;
+	assert_int_equal(do_swap(a, b, 0, 0, 8 * B, 0, NULL), 0);
+	assert_true(a->mi_flags & SX_HSTAT_REFLINK);
+	assert_false(b->mi_flags & SX_HSTAT_REFLINK);
+	assert_int_equal(mh_check(&host, 0), 0);
 	mh_destroy(&host);
 }
 
@@ -547,6 +563,17 @@ static void keep_warn(void *arg, enum sx_log_level level, const char *msg)
 		snprintf(last_warn, sizeof(last_warn), "%s", msg);
 }
 
+/* ho_iget that fails its iget_nomem_at-th call with -ENOMEM */
+static int (*mh_iget_saved)(struct sx_host *h, u64 ino, u64 gen, struct sx_hinode **ipp);
+static u32 iget_nomem_at, iget_calls;
+
+static int iget_nomem(struct sx_host *h, u64 ino, u64 gen, struct sx_hinode **ipp)
+{
+	if (++iget_calls == iget_nomem_at)
+		return -ENOMEM;
+	return mh_iget_saved(h, ino, gen, ipp);
+}
+
 static void test_recover_bad_sxi(void **state)
 {
 	struct mh_inode *a, *b;
@@ -557,6 +584,7 @@ static void test_recover_bad_sxi(void **state)
 
 	(void)state;
 	setup_crash(SETUP_TO_EOF, &a, &b, &fsr);
+	mh_iget_saved = host.mh_ops.ho_iget;
 	mh_checkpoint(&host);
 	f1 = mh_hfile(a, RW);
 	f2 = mh_hfile(b, RW);
@@ -567,8 +595,9 @@ static void test_recover_bad_sxi(void **state)
 	sxi = mh_unfinished_sxi(&host);
 	assert_non_null(sxi);
 	good = *sxi;
-	for (i = 0; i < 9; i++) {
+	for (i = 0; i < 13; i++) {
 		struct sx_dlog_swapext *e = &sxi->sxi_ext;
+		u32 mode = a->mi_mode;
 
 		*sxi = good;
 		switch (i) {
@@ -581,14 +610,42 @@ static void test_recover_bad_sxi(void **state)
 		case 6: e->sw_startoff1 = cpu_to_le64(~0ull - 2); break;
 		case 7: sxi->sxi_hdr.li_nitems = cpu_to_le32(2); break;
 		case 8: e->sw_flags = cpu_to_le64(0); break;	/* sizes without SET_SIZES */
+		/* two ranges of one file: one generation, and they may not overlap */
+		case 9:
+			e->sw_ino2 = e->sw_ino1;
+			e->sw_gen2 = cpu_to_le64(le64_to_cpu(e->sw_gen1) + 1);
+			break;
+		case 10:
+			e->sw_ino2 = e->sw_ino1;
+			e->sw_gen2 = e->sw_gen1;
+			e->sw_startoff2 = e->sw_startoff1;
+			break;
+		/* the inode found is no longer a regular file */
+		case 11: a->mi_mode = SX_HS_IFDIR | 0755; break;
+		/* below 2^63 in blocks of one byte, past it in the file's blocks */
+		case 12: e->sw_startoff1 = cpu_to_le64((~0ull >> 1) / B + 1); break;
 		}
 		last_warn[0] = 0;
 		sx_set_log_callback(keep_warn, NULL);
 		if (mh_recover(&host) != -EFSCORRUPTED)
 			fail_msg("bad SXI %u was accepted", i);
 		sx_set_log_callback(NULL, NULL);
+		a->mi_mode = mode;
 		/* the report says which host handed the core the bad item */
 		assert_non_null(strstr(last_warn, "swapext(memhost): corruption: "));
+		if (i >= 9) {
+			/* and which check failed */
+			static const char *const why[] = {
+				"si->si_gen1 != si->si_gen2",
+				"si->si_startoff1 < si->si_startoff2 + si->si_blockcount",
+				"(st1.hs_mode & SX_HS_IFMT) != SX_HS_IFREG",
+				"!sx_swapext_range_ok(si->si_startoff1, si->si_blockcount, st1.hs_blksize)",
+			};
+
+			if (!strstr(last_warn, why[i - 9]))
+				fail_msg("bad SXI %u: \"%s\" is not the report of %s", i, last_warn,
+					 why[i - 9]);
+		}
 		{
 			u32 j;
 
@@ -598,7 +655,27 @@ static void test_recover_bad_sxi(void **state)
 		mh_crash(&host, cut + 4);
 		sxi = mh_unfinished_sxi(&host);
 	}
+	/*
+	 * A memory shortage looking up either inode is not corruption: the
+	 * error is passed on, the inode found first is let go, and the next
+	 * try recovers.
+	 */
 	*sxi = good;
+	for (i = 1; i <= 2; i++) {
+		u32 j;
+
+		iget_nomem_at = i;
+		iget_calls = 0;
+		host.mh_ops.ho_iget = iget_nomem;
+		assert_int_equal(mh_recover(&host), -ENOMEM);
+		host.mh_ops.ho_iget = mh_iget_saved;
+		assert_int_equal(iget_calls, i);
+		for (j = 0; j < MH_NINODES; j++)
+			assert_int_equal(host.mh_inodes[j].mi_refs, 0);
+		mh_crash(&host, cut + 4);
+		sxi = mh_unfinished_sxi(&host);
+		*sxi = good;
+	}
 	assert_int_equal(mh_recover(&host), 0);
 	check_no_leftovers();
 	mh_destroy(&host);

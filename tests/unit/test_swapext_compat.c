@@ -577,17 +577,34 @@ static int teardown_hooked(void **state)
 	return 0;
 }
 
-static void write_during_defrag(void *arg, u64 n)
+/* The write, by a thread of its own as another program's would be. */
+static void *hook_write_main(void *arg)
 {
 	u64 buf[BS / 8];
 	u32 i;
 
-	if (hook_fired)
-		return;
-	hook_fired = true;	/* first: the write below goes to the device too */
+	sx_thread_enter();
 	for (i = 0; i < BS / 8; i++)
 		buf[i] = hook_tag;
 	hook_result = sx_pwrite(mp, A->sf_fd, buf, BS, 7 * BS);
+	sx_thread_exit();
+	return arg;
+}
+
+/*
+ * Defrag waits inside its device write for the other thread's write to
+ * end; that thread holds none of defrag's locks (a's are free while the
+ * copy is written), and defrag's locks are none of its.
+ */
+static void write_during_defrag(void *arg, u64 n)
+{
+	pthread_t t;
+
+	if (hook_fired)
+		return;
+	hook_fired = true;	/* first: the write below goes to the device too */
+	assert_int_equal(pthread_create(&t, NULL, hook_write_main, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
 }
 
 static void test_defrag_changed(void **state)
@@ -614,8 +631,8 @@ static void test_defrag_changed(void **state)
 
 /* A writer that keeps changing block 7 of a until told to stop. */
 struct writer {
-	volatile bool	w_stop;
-	volatile u64	w_writes;
+	bool		w_stop;			/* atomic */
+	u64		w_writes;		/* atomic */
 	u64		w_last;			/* the tag written last */
 	int		w_error;
 };
@@ -628,14 +645,15 @@ static void *writer_main(void *arg)
 	u32 i;
 
 	sx_thread_enter();
-	while (!w->w_stop && !w->w_error) {
-		tag = sxs_tag(0, 7, (u32)(w->w_writes % 200) + 10);
+	while (!__atomic_load_n(&w->w_stop, __ATOMIC_RELAXED) && !w->w_error) {
+		tag = sxs_tag(0, 7, (u32)(__atomic_load_n(&w->w_writes, __ATOMIC_RELAXED) % 200) +
+			      10);
 		for (i = 0; i < BS / 8; i++)
 			buf[i] = tag;
 		if (sx_pwrite(mp, A->sf_fd, buf, BS, 7 * BS) != BS)
 			w->w_error = -EIO;
 		w->w_last = tag;
-		w->w_writes++;
+		__atomic_add_fetch(&w->w_writes, 1, __ATOMIC_RELAXED);
 	}
 	sx_thread_exit();
 	free(buf);
@@ -667,16 +685,45 @@ static void refragment(int round)
  * won depends on the scheduler, so it is printed, not asserted
  * (test_defrag_changed makes the change happen for certain).
  */
+static struct writer race_writer;
+static pthread_t race_thread;
+static bool race_running;
+
+/* Stop the writer and wait for it; 0 or its error. */
+static int stop_writer(void)
+{
+	if (!race_running)
+		return 0;
+	__atomic_store_n(&race_writer.w_stop, true, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(race_thread, NULL), 0);
+	race_running = false;
+	return race_writer.w_error;
+}
+
+/*
+ * The writer must be gone before the files close and the mount goes,
+ * also when the test failed half way (cmocka jumps straight here): an
+ * unmount under a thread still in sx_pwrite() frees the inode whose iolock
+ * it holds ("assertion failed: !...s_write_held" in sx_rwsem_destroy(),
+ * with the test's own failure lost in stdout's buffer).
+ */
+static int teardown_race(void **state)
+{
+	stop_writer();
+	return teardown(state);
+}
+
 static void test_defrag_race(void **state)
 {
 	struct sx_defrag_result res;
-	struct writer w = { 0 };
-	pthread_t t;
+	struct writer *w = &race_writer;
 	int i, changed = 0, done = 0;
 
 	fill_two(NBLK);
-	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
-	while (w.w_writes == 0)
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(pthread_create(&race_thread, NULL, writer_main, w), 0);
+	race_running = true;
+	while (__atomic_load_n(&w->w_writes, __ATOMIC_RELAXED) == 0)
 		;
 	for (i = 0; i < 60 && !changed; i++) {
 		assert_int_equal(sx_defrag_file(mp, A->sf_fd, 0, &res), 0);
@@ -690,14 +737,12 @@ static void test_defrag_race(void **state)
 		if (res.dr_skipped != SX_DEFRAG_SKIP_CHANGED)
 			refragment(i);
 	}
-	w.w_stop = true;
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(w.w_error, 0);
-	A->sf_tag[7] = w.w_last;
+	assert_int_equal(stop_writer(), 0);
+	A->sf_tag[7] = w->w_last;
 	verify(A);
 	verify(B);
 	print_message("defrag raced a writer: %d changed, %d done, %llu writes\n", changed, done,
-		      (unsigned long long)w.w_writes);
+		      (unsigned long long)w->w_writes);
 }
 
 int main(void)
@@ -717,9 +762,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defrag_notbetter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defrag_changed, setup_hooked,
 						teardown_hooked),
-		cmocka_unit_test_setup_teardown(test_defrag_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defrag_race, setup, teardown_race),
 	};
 
+	/* a failure's message must reach the log even if an abort follows */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	sx_thread_enter();
 	sxt_quiet();
 	return cmocka_run_group_tests(tests, NULL, NULL);
