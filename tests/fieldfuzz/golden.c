@@ -217,21 +217,47 @@ static struct sx_inode *g_inode(struct sx_mount *mp, const char *name, int *fdp)
 	return ip;
 }
 
+/* Three inodes in inode-number order: the order their ilocks are taken. */
+static void g_sort3(struct sx_inode **out, struct sx_inode *x, struct sx_inode *y,
+		    struct sx_inode *z)
+{
+	struct sx_inode *t;
+
+	out[0] = x;
+	out[1] = y;
+	out[2] = z;
+	if (out[0]->i_ino > out[1]->i_ino) {
+		t = out[0];
+		out[0] = out[1];
+		out[1] = t;
+	}
+	if (out[1]->i_ino > out[2]->i_ino) {
+		t = out[1];
+		out[1] = out[2];
+		out[2] = t;
+	}
+	if (out[0]->i_ino > out[1]->i_ino) {
+		t = out[0];
+		out[0] = out[1];
+		out[1] = t;
+	}
+}
+
 /*
  * One chain: unmap all of c (a BUI; each piece drops a reference with a
  * CUI, which frees the blocks no other file owns with an EFI), queued in
- * front of a swap of blocks 2..7 of a and b (an SXI, built as recovery
- * builds one from the log, so that it takes its own inode references and
- * locks).  The swap waits behind the unmap's work.  Returns the chain's
+ * front of a swap of blocks 2..7 of a and b (an SXI, decoded from a log
+ * item as recovery does, then run as the front end runs one).  The swap
+ * waits behind the unmap's work.  Returns the chain's
  * error (the power cut).
  */
 static int g_chain(struct sx_mount *mp)
 {
-	struct sx_inode *c, *a, *b;
+	struct sx_inode *c, *a, *b, *locked[3];
 	struct sx_dlog_swapext dl;
 	struct sx_swapext_intent si;
 	struct sx_trans *tp;
-	int fc, fa, fb, error;
+	int fc, fa, fb, error, i;
 
 	c = g_inode(mp, "c", &fc);
 	a = g_inode(mp, "a", &fa);
@@ -248,15 +274,44 @@ static int g_chain(struct sx_mount *mp)
 	dl.sw_isize2 = cpu_to_le64((u64)-1);
 
 	g_ok(sx_trans_alloc(mp, sx_defer_largest_res(mp), 0, &tp), "trans_alloc");
-	sx_ilock(c, SX_ILOCK_EXCL);
+	/*
+	 * The chain's steps change all three files: hold what their callers
+	 * hold in normal operation.  For a and b that is what swap_file_range
+	 * holds through the store's host (swap_host.c): both iolocks, the
+	 * files paired, and the ilocks marked as the swap's; every ilock in
+	 * inode-number order, after the transaction.
+	 */
+	sx_ilock_two(a, b, SX_IOLOCK_EXCL);
+	a->i_swap_peer = b;
+	b->i_swap_peer = a;
+	g_sort3(locked, c, a, b);
+	for (i = 0; i < 3; i++)
+		sx_ilock(locked[i], SX_ILOCK_EXCL);
+	a->i_swap_ilocked = true;
+	b->i_swap_ilocked = true;
 	error = sx_bmap_unmap_later(tp, c, 0, 14, 0);
 	if (!error)
 		error = sx_swapext_item_decode(&mp->m_host, &dl, &si);
-	if (!error)
+	if (!error) {
+		/*
+		 * Run it as the front end's swap, under the locks and the
+		 * references held here: a recovered item would lock per step,
+		 * which only a recovering mount's bmap items follow.
+		 */
+		si.si_iflags &= ~SX_SI_RECOVERED;
+		sx_irele(a);
+		sx_irele(b);
 		error = sx_defer_add(tp, &sx_sxi_defer_ops, &si);
+	}
 	g_ok(error, "queue the chain");
 	error = sx_trans_commit(tp);
-	sx_iunlock(c, SX_ILOCK_EXCL);
+	a->i_swap_ilocked = false;
+	b->i_swap_ilocked = false;
+	for (i = 3; i-- > 0;)
+		sx_iunlock(locked[i], SX_ILOCK_EXCL);
+	a->i_swap_peer = NULL;
+	b->i_swap_peer = NULL;
+	sx_iunlock_two(a, b, SX_IOLOCK_EXCL);
 	sx_irele(c);
 	sx_irele(a);
 	sx_irele(b);
