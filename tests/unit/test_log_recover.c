@@ -7,7 +7,8 @@
  * never finished or whose items do not decode (EFI, CUI, BUI, and the
  * deferred-op payload around them), an epoch that goes backwards, a
  * superblock whose epoch is behind its log, a replay of more blocks than
- * recovery holds at once, and read errors anywhere in a recovering mount.
+ * recovery holds at once, and read errors and failed allocations anywhere
+ * in a recovering mount.
  * Also the item registry's own checks.
  */
 #include <stdarg.h>
@@ -1431,6 +1432,84 @@ static void test_read_errors_in_recovery(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* ------------------------------------------------------------ out of memory */
+
+/*
+ * Every allocation of a recovering mount fails in turn (the scan's buffer,
+ * the list of records, a cancelled block's note, a replayed block, an
+ * intent, the log's own state at the end): the mount fails with -ENOMEM,
+ * leaves no allocation behind, and the same image then recovers in full:
+ * the replayed blocks, the intent's work, and the cancelled block left as
+ * it is on disk.
+ */
+static void test_enomem_in_recovery(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0), *img;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_alloc_stats a0, a1;
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	u64 b = data0(mp), id, gen, n;
+	u8 junk[BS], got[BS];
+	bool hit = true;
+	int error, fails = 0;
+
+	/* records of one and of two blocks, a cancelled block, an unfinished intent */
+	put_tblock(mp, b, 1, SX_TRANS_SYNC);
+	assert_int_equal(sx_trans_alloc(mp, 4 * sx_trans_buf_bytes(mp), SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_tblock_write(tp, b + 1, 2), 0);
+	assert_int_equal(sxt_tblock_write(tp, b + 2, 3), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	put_tblock(mp, b + 5, 6, SX_TRANS_SYNC);
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b + 5, &sxt_tblock_ops, 0, &bp), 0);
+	assert_int_equal(sx_trans_binval(tp, bp), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(sx_trans_alloc(mp, 1024, SX_TRANS_SYNC, &tp), 0);
+	assert_int_equal(sxt_log_test_intent(tp, b + 3, 4, &id), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	crash(mp);
+	/* the cancelled block is reused as data behind the log's back */
+	memset(junk, 0xa5, sizeof(junk));
+	sxt_bdev_poke(bd, (b + 5) * BS, junk, BS);
+
+	for (n = 1; hit; n++) {
+		assert_true(n < 100000);
+		img = sxt_bdev_copy(bd);
+		sx_alloc_get_stats(&a0);
+		sx_alloc_fail(n, false);
+		error = sx_mount(img, NULL, &mp);
+		sx_alloc_fail(0, false);
+		sx_alloc_get_stats(&a1);
+		hit = a1.as_failed != a0.as_failed;
+		if (hit) {
+			assert_int_equal(error, -ENOMEM);
+			/* a failed mount gives back all it took */
+			assert_int_equal(a1.as_live, a0.as_live);
+			fails++;
+			mp = sxt_mount(img);
+		} else {
+			assert_int_equal(error, 0);
+		}
+		/* (a mount that failed after recovery left no intent to the next) */
+		assert_true(mp->m_rstats.rs_intents <= 1);
+		assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+		assert_int_equal(gen, 1);
+		assert_int_equal(sxt_tblock_read(mp, b + 2, &gen), 0);
+		assert_int_equal(gen, 3);
+		assert_int_equal(sxt_tblock_read(mp, b + 3, &gen), 0);
+		assert_int_equal(gen, 4);
+		assert_int_equal(sx_unmount(mp), 0);
+		sxt_bdev_peek(img, (b + 5) * BS, got, BS);
+		assert_memory_equal(got, junk, BS);
+		sx_bdev_destroy(img);
+	}
+	/* scan, records, cancel, replay, intent, log: many points */
+	assert_true(fails > 8);
+	msgs_expect(NULL);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1455,6 +1534,7 @@ int main(void)
 		cmocka_unit_test(test_sb_epoch_behind_log),
 		cmocka_unit_test(test_replay_in_batches),
 		cmocka_unit_test(test_read_errors_in_recovery),
+		cmocka_unit_test(test_enomem_in_recovery),
 	};
 
 	sx_thread_enter();
