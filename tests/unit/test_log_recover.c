@@ -8,7 +8,7 @@
  * deferred-op payload around them), an epoch that goes backwards, a
  * superblock whose epoch is behind its log, a replay of more blocks than
  * recovery holds at once, and read errors and failed allocations anywhere
- * in a recovering mount.
+ * in a recovering mount; failed allocations in a chain of deferred items.
  * Also the item registry's own checks.
  */
 #include <stdarg.h>
@@ -1510,6 +1510,79 @@ static void test_enomem_in_recovery(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * Every allocation of a chain that unmaps file blocks fails in turn: the
+ * BUI's queueing, its unmap queueing the refcount decrease (CUI), and that
+ * queueing the free (EFI).  The call fails with -ENOMEM and gives back
+ * what it took; after a remount (recovery finishing any intent that
+ * reached the log) the range is either mapped and in use as before or
+ * unmapped and free, never between, and the checker finds nothing.
+ */
+static void test_enomem_in_unmap_chain(void **state)
+{
+	struct unmap_args a = { .off = 2, .len = 4, .bno = 0 };
+	struct sx_alloc_stats a0, a1;
+	struct sx_bdev *img;
+	struct sx_mount *mp;
+	struct sx_inode *ip;
+	struct bfile f;
+	u64 free0, n, off;
+	int64_t live0;
+	s64 leaked;
+	bool hit = true, gone;
+	int error, fails = 0;
+
+	bfile_make(&f, 8);
+	mp = sxt_mount(f.bd);
+	free0 = sx_alloc_free_blocks(mp);
+	assert_int_equal(sx_unmount(mp), 0);
+	/* bfile_make() leaves the 4 blocks past the file's allocated, unowned */
+	leaked = sxc_checker(f.bd, 0, NULL);
+	assert_int_equal(leaked, 4);
+	for (n = 1; hit; n++) {
+		assert_true(n < 100000);
+		img = sxt_bdev_copy(f.bd);
+		/* inodes are freed after an RCU grace period */
+		sx_rcu_barrier();
+		sx_alloc_get_stats(&a0);
+		live0 = a0.as_live;
+		mp = sxt_mount(img);
+		assert_int_equal(sx_iget(mp, f.ino, f.gen, &ip), 0);
+		sx_alloc_get_stats(&a0);
+		sx_alloc_fail(n, false);
+		error = bmap_chain(mp, ip, unmap_range, &a);
+		sx_alloc_fail(0, false);
+		sx_alloc_get_stats(&a1);
+		hit = a1.as_failed != a0.as_failed;
+		if (hit) {
+			assert_int_equal(error, -ENOMEM);
+			fails++;
+		} else {
+			assert_int_equal(error, 0);
+		}
+		assert_int_equal(sx_irele(ip), 0);
+		sx_unmount(mp);
+		sx_rcu_barrier();
+		sx_alloc_get_stats(&a1);
+		assert_int_equal(a1.as_live, live0);
+
+		mp = sxt_mount(img);
+		gone = mapped_at(mp, f.ino, 2) == SX_HOLE;
+		assert_true(gone || hit);
+		for (off = 0; off < 8; off++)
+			assert_int_equal(mapped_at(mp, f.ino, off),
+					 gone && off >= 2 && off < 6 ? SX_HOLE : f.bno + off);
+		assert_int_equal(sx_alloc_free_blocks(mp), free0 + (gone ? 4 : 0));
+		assert_int_equal(sx_unmount(mp), 0);
+		assert_int_equal(sxc_checker(img, 0, NULL), leaked);
+		sx_bdev_destroy(img);
+	}
+	/* the BUI, the CUI and the EFI are each queued with an allocation */
+	assert_true(fails >= 3);
+	msgs_expect(NULL);
+	sx_bdev_destroy(f.bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1535,6 +1608,7 @@ int main(void)
 		cmocka_unit_test(test_replay_in_batches),
 		cmocka_unit_test(test_read_errors_in_recovery),
 		cmocka_unit_test(test_enomem_in_recovery),
+		cmocka_unit_test(test_enomem_in_unmap_chain),
 	};
 
 	sx_thread_enter();
