@@ -95,7 +95,14 @@ int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_sc
 	buf = sx_alloc((size_t)maxblocks * bsize, 0);
 	if (!buf)
 		return -ENOMEM;
-	for (;;) {
+	/*
+	 * The bound on the blocks walked is the loop's guarantee of an end, and
+	 * no log reaches it: a record must sit where its LSN says, so after a
+	 * whole lap the record at the tail has the older cycle and the scan
+	 * stops at its header.  Leaving by the bound keeps sc_stop at
+	 * SX_LOG_STOP_NONE (0, from the memset above).
+	 */
+	while (walked < sb->sb_logblocks) {
 		struct sx_dlog_rec *rec = (struct sx_dlog_rec *)buf;
 		struct sx_log_scan_rec r;
 		const char *why;
@@ -103,10 +110,6 @@ int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_sc
 
 		res->sc_head = SX_LSN(cycle, block);
 		res->sc_head_prev_crc = prev_crc;
-		if (walked >= sb->sb_logblocks) {
-			res->sc_stop = SX_LOG_STOP_NONE;
-			break;
-		}
 		error = sx_dev_read(mp, sb->sb_logstart + block, 1, buf);
 		if (error) {
 			res->sc_stop = SX_LOG_STOP_IO;
