@@ -1583,6 +1583,77 @@ static void test_enomem_in_unmap_chain(void **state)
 	sx_bdev_destroy(f.bd);
 }
 
+/*
+ * A BUI unmap whose walk of the file's extent tree fails (a read error
+ * under the inode, its fork a B+tree that is not cached) fails the chain
+ * with the error and shuts the mount down; after a remount on a device
+ * that reads again the range is unmapped or as it was, and the checker
+ * finds nothing.
+ */
+static void test_bui_unmap_read_error(void **state)
+{
+	struct unmap_args a = { .off = 0, .len = 64, .bno = 0 };
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, BS, 0), *img, *cbd;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_crashdev_stats st;
+	struct sx_crashdev *cd;
+	struct sx_inode *ip;
+	u8 blk[BS];
+	u64 ino, n, off, hole;
+	int error = -1, fd, fails = 0;
+
+	/* every other block written: one extent each, too many for the inode */
+	memset(blk, 0x5a, sizeof(blk));
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	for (off = 0; off < 512; off += 2)
+		assert_int_equal(sx_pwrite(mp, fd, blk, BS, off * BS), BS);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_open(mp, "f", &fd), 0);
+	assert_int_equal(sx_fd_get(mp, fd, &ip), 0);
+	ino = ip->i_ino;
+	assert_int_equal(ip->i_format, SX_DIF_BTREE);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sxc_checker(bd, 0, NULL), 0);
+
+	for (n = 1; error; n++) {
+		assert_true(n < 10000);
+		img = sxt_bdev_copy(bd);
+		assert_int_equal(sx_crashdev_create(img, n, &cbd, &cd), 0);
+		mp = sxt_mount(cbd);
+		assert_int_equal(sx_iget(mp, ino, 0, &ip), 0);
+		sx_crashdev_fail(cd, SX_IO_READ, n, true, -EIO);
+		error = bmap_chain(mp, ip, unmap_range, &a);
+		sx_crashdev_get_stats(cd, &st);
+		if (error) {
+			assert_int_equal(error, -EIO);
+			assert_true(st.cs_injected_errors > 0);
+			assert_true(sx_is_shutdown(mp));
+			fails++;
+		} else {
+			assert_int_equal(st.cs_injected_errors, 0);
+		}
+		sx_crashdev_clear_faults(cd);
+		assert_int_equal(sx_irele(ip), 0);
+		sx_unmount(mp);
+
+		mp = sxt_mount(cbd);
+		hole = mapped_at(mp, ino, 0) == SX_HOLE;
+		assert_true(hole || error);
+		for (off = 0; off < 64; off += 2)
+			assert_int_equal(mapped_at(mp, ino, off) == SX_HOLE, hole);
+		assert_int_not_equal(mapped_at(mp, ino, 64), SX_HOLE);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(cbd);
+		assert_int_equal(sxc_checker(img, 0, NULL), 0);
+		sx_bdev_destroy(img);
+	}
+	assert_true(fails > 0);
+	msgs_expect(NULL);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1609,6 +1680,7 @@ int main(void)
 		cmocka_unit_test(test_read_errors_in_recovery),
 		cmocka_unit_test(test_enomem_in_recovery),
 		cmocka_unit_test(test_enomem_in_unmap_chain),
+		cmocka_unit_test(test_bui_unmap_read_error),
 	};
 
 	sx_thread_enter();
