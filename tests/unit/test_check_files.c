@@ -6,7 +6,8 @@
  * refcount that is wrong, a mapped block that is free, wrong link, block
  * and inode counts, overlapping mappings; a damaged pointer hides neither
  * the structure that owns the block it aims at nor that block's data, and
- * makes no free block look like lost metadata.
+ * makes no free block look like lost metadata; a mapping with a flag no
+ * mapping has, and a fork root at another level than its inode says.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -322,6 +323,84 @@ static void test_bad_pointer_to_free(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* Give a's second mapping a flag no mapping has. */
+static void bad_flag_mapping(u8 *blk, void *arg)
+{
+	inline_rec(blk, 1)->br_flags = cpu_to_le32(0x80);
+}
+
+static void bump_blevel(u8 *blk, void *arg)
+{
+	struct sx_dinode *di = (void *)blk;
+
+	di->di_blevel = cpu_to_le32(le32_to_cpu(di->di_blevel) + 1);
+}
+
+/*
+ * A mapping the engine can never have written (an unknown flag) is named
+ * with its place and not counted: the block it held is then owned by
+ * nothing.
+ */
+static void test_impossible_mapping(void **state)
+{
+	struct sxt_text r;
+	char want[128];
+	u64 a, b, bno;
+	struct sx_bdev *bd = build(&a, &b);
+
+	sxt_bdev_peek(bd, a * BS + SX_DINODE_CORE + sizeof(struct sx_dbmap_rec) +
+		      offsetof(struct sx_dbmap_rec, br_startblock), &bno, sizeof(bno));
+	bno = le64_to_cpu(bno);
+	patch(bd, a, bad_flag_mapping, NULL);
+	assert_int_equal(check(bd, &r), 3);
+	snprintf(want, sizeof(want), "inode %llu maps [10, +1) at %llu, which is impossible",
+		 (unsigned long long)a, (unsigned long long)bno);
+	assert_true(sxt_text_has(&r, want));
+	snprintf(want, sizeof(want), "block %llu is in use but nothing owns it (leaked)",
+		 (unsigned long long)bno);
+	assert_true(sxt_text_has(&r, want));
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * A B+tree fork whose inode says it is one level taller than its root
+ * block: the root is named with the level it has and the one expected.
+ */
+static void test_btree_level(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(16 * MIB, BS, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_stat st;
+	struct sxt_text r;
+	char want[160];
+	u16 fmt;
+	u64 off, ino, root;
+	u32 level;
+	int fd;
+
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	for (off = 0; off < 512; off += 2)
+		put(mp, fd, off * BS, BS, 7);
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	ino = st.st_ino;
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(check(bd, &r), 0);
+	sxt_bdev_peek(bd, ino * BS + offsetof(struct sx_dinode, di_format), &fmt, sizeof(fmt));
+	assert_int_equal(le16_to_cpu(fmt), SX_DIF_BTREE);
+	sxt_bdev_peek(bd, ino * BS + offsetof(struct sx_dinode, di_broot), &root, sizeof(root));
+	root = le64_to_cpu(root);
+	sxt_bdev_peek(bd, ino * BS + offsetof(struct sx_dinode, di_blevel), &level, sizeof(level));
+	level = le32_to_cpu(level);
+	patch(bd, ino, bump_blevel, NULL);
+	/* (the file's 256 blocks are then owned by nothing: more than are listed) */
+	assert_true(sxc_checker(bd, 0, &r) > 256);
+	snprintf(want, sizeof(want), "block %llu (owner %llu) is at level %u, expected %u",
+		 (unsigned long long)root, (unsigned long long)ino, level, level + 1);
+	assert_true(sxt_text_has(&r, want));
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +413,8 @@ int main(void)
 		cmocka_unit_test(test_bad_pointer_to_refcbt),
 		cmocka_unit_test(test_bad_pointer_to_data),
 		cmocka_unit_test(test_bad_pointer_to_free),
+		cmocka_unit_test(test_impossible_mapping),
+		cmocka_unit_test(test_btree_level),
 	};
 
 	sx_thread_enter();
