@@ -7,7 +7,8 @@
  * and inode counts, overlapping mappings; a damaged pointer hides neither
  * the structure that owns the block it aims at nor that block's data, and
  * makes no free block look like lost metadata; a mapping with a flag no
- * mapping has, and a fork root at another level than its inode says.
+ * mapping has, a fork root at another level than its inode says, and an
+ * unlinked list that reaches a named file.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -401,6 +402,52 @@ static void test_btree_level(void **state)
 	sx_bdev_destroy(bd);
 }
 
+static void set_unlinked_head(u8 *blk, void *arg)
+{
+	((struct sx_dfsinfo *)blk)->fi_unlinked = cpu_to_le64(*(u64 *)arg);
+}
+
+static void set_next_unlinked(u8 *blk, void *arg)
+{
+	((struct sx_dinode *)blk)->di_next_unlinked = cpu_to_le64(*(u64 *)arg);
+}
+
+/*
+ * The unlinked list is for files with no name: a list that starts at a
+ * named file reaches it a second time, and a named file that links to the
+ * list is named with what it links to.
+ */
+static void test_unlinked_list_damage(void **state)
+{
+	struct sxt_text r;
+	char want[128];
+	u64 a, b, fsino;
+	struct sx_bdev *bd = build(&a, &b);
+	struct sx_mount *mp = sxt_mount(bd);
+
+	fsino = mp->m_sb.sb_fsinfo;
+	assert_int_equal(sx_unmount(mp), 0);
+	patch(bd, fsino, set_unlinked_head, &a);
+	check(bd, &r);
+	snprintf(want, sizeof(want),
+		 "unlinked list: inode %llu is reached twice (a cycle, or it also has a name)",
+		 (unsigned long long)a);
+	assert_true(sxt_text_has(&r, want));
+	snprintf(want, sizeof(want), "unlinked list: inode %llu has 1 links", (unsigned long long)a);
+	assert_true(sxt_text_has(&r, want));
+	/* the walk stops there: a is counted once */
+	assert_false(sxt_text_has(&r, "fsinfo counts"));
+	sx_bdev_destroy(bd);
+
+	bd = build(&a, &b);
+	patch(bd, a, set_next_unlinked, &b);
+	check(bd, &r);
+	snprintf(want, sizeof(want), "inode %llu has a name but links to %llu on the unlinked list",
+		 (unsigned long long)a, (unsigned long long)b);
+	assert_true(sxt_text_has(&r, want));
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_bad_pointer_to_free),
 		cmocka_unit_test(test_impossible_mapping),
 		cmocka_unit_test(test_btree_level),
+		cmocka_unit_test(test_unlinked_list_damage),
 	};
 
 	sx_thread_enter();
