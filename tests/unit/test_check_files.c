@@ -421,7 +421,7 @@ static void test_unlinked_list_damage(void **state)
 {
 	struct sxt_text r;
 	char want[128];
-	u64 a, b, fsino;
+	u64 a, b, fsino, root;
 	struct sx_bdev *bd = build(&a, &b);
 	struct sx_mount *mp = sxt_mount(bd);
 
@@ -444,6 +444,27 @@ static void test_unlinked_list_damage(void **state)
 	check(bd, &r);
 	snprintf(want, sizeof(want), "inode %llu has a name but links to %llu on the unlinked list",
 		 (unsigned long long)a, (unsigned long long)b);
+	assert_true(sxt_text_has(&r, want));
+	sx_bdev_destroy(bd);
+
+	/* a list that loops (a to b to a): its walk stops at the inode count */
+	bd = build(&a, &b);
+	patch(bd, a, set_next_unlinked, &b);
+	patch(bd, b, set_next_unlinked, &a);
+	patch(bd, fsino, set_unlinked_head, &a);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "unlinked list: more entries than the 3 inodes in use (a cycle?)"));
+	sx_bdev_destroy(bd);
+
+	/* the root directory on the list */
+	bd = build(&a, &b);
+	mp = sxt_mount(bd);
+	root = mp->m_rootino;
+	assert_int_equal(sx_unmount(mp), 0);
+	patch(bd, fsino, set_unlinked_head, &root);
+	check(bd, &r);
+	snprintf(want, sizeof(want), "unlinked list: holds the root inode %llu",
+		 (unsigned long long)root);
 	assert_true(sxt_text_has(&r, want));
 	sx_bdev_destroy(bd);
 }
