@@ -383,6 +383,25 @@ static void test_one_sb_copy(void **state)
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
 
+	/* two valid copies of two filesystems */
+	bd = sxt_bdev_copy(base);
+	{
+		struct sx_sb other = sb;
+		int oldk = 1 - (int)(sb.sb_seq % 2);
+		char want[96];
+
+		other.sb_uuid[0] ^= 1;
+		other.sb_seq = sb.sb_seq - 1;
+		put_sb_copy(bd, oldk, &other);
+		assert_true(check(bd, &r) >= 1);
+		snprintf(want, sizeof(want),
+			 "superblock copy %d: uuid differs from copy %d's (another filesystem?)",
+			 oldk, 1 - oldk);
+		assert_true(sxt_text_has(&r, want));
+	}
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+
 	/* a valid copy whose sequence number is in the wrong copy */
 	bd = sxt_bdev_copy(base);
 	{
@@ -476,11 +495,14 @@ static void test_both_sb_copies(void **state)
  */
 static void test_sb_copy_fields(void **state)
 {
-	enum { VERSION, SEQ_ZERO, TAIL_CYCLE, NCASES };
+	enum { VERSION, SEQ_ZERO, TAIL_CYCLE, SEQ_HUGE, TAIL_BLOCK, MAGIC, NCASES };
 	static const char *const what[NCASES] = {
 		[VERSION] = "sb_version is 77, expected",
 		[SEQ_ZERO] = "sb_seq is 0, which is never written",
 		[TAIL_CYCLE] = "log tail cycle is 0",
+		[SEQ_HUGE] = "which no filesystem reaches",
+		[TAIL_BLOCK] = "is past the log's",
+		[MAGIC] = "magic is 0x12345678, expected",
 	};
 	struct sx_bdev *base = sxt_memfs(8 * MIB, 4096, 0);
 	struct sx_sb sb = get_sb(base);
@@ -504,13 +526,23 @@ static void test_sb_copy_fields(void **state)
 		case TAIL_CYCLE:
 			dsb->sb_log_tail = cpu_to_le64(SX_LSN(0, 0));
 			break;
+		case SEQ_HUGE:
+			dsb->sb_seq = cpu_to_le64(SX_SB_SEQ_MAX + 1);
+			break;
+		case TAIL_BLOCK:
+			dsb->sb_log_tail = cpu_to_le64(SX_LSN(1, sb.sb_logblocks));
+			break;
+		case MAGIC:
+			dsb->sb_magic = cpu_to_le32(0x12345678);
+			break;
 		}
 		dsb->sb_crc = cpu_to_le32(sx_cksum_skip(buf, SX_SB_SIZE,
 							offsetof(struct sx_dsb, sb_crc)));
 		sxt_bdev_poke(bd, (u64)older * 4096, buf, SX_SB_SIZE);
 		/* the damage, the field, and (for the version) the copies' disagreement */
-		assert_true(check(bd, &r) >= 2);
-		assert_true(sxt_text_has(&r, "CRC is right but fields fail verification"));
+		assert_true(check(bd, &r) >= (c == MAGIC ? 1 : 2));
+		if (c != MAGIC)
+			assert_true(sxt_text_has(&r, "CRC is right but fields fail verification"));
 		assert_true(sxt_text_has(&r, what[c]));
 		assert_true(sxt_text_has(&r, "log: clean"));
 		sxt_text_free(&r);
