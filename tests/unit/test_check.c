@@ -581,6 +581,27 @@ static void test_bitmap_header_fields(void **state)
 	assert_true(sxt_text_has(&r, "bm_pad is 0x5, expected 0"));
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
+
+	/* another filesystem's uuid, an owner, another index: each named */
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 2);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_hdr.bh_uuid[5] ^= 0x40;
+	bm->bm_hdr.bh_owner = cpu_to_le64(9);
+	bm->bm_index = cpu_to_le32(7);
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 2, blk, true);
+	assert_true(check(bd, &r) >= 3);
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want), "bitmap block 2 (block %llu): uuid is not the filesystem's",
+			 (unsigned long long)sb.sb_bmapstart + 2);
+		assert_true(sxt_text_has(&r, want));
+	}
+	assert_true(sxt_text_has(&r, "owner is 9, expected 0"));
+	assert_true(sxt_text_has(&r, "bm_index is 7, expected 2"));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
 	sx_bdev_destroy(base);
 }
 
