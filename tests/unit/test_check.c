@@ -602,6 +602,18 @@ static void test_bitmap_header_fields(void **state)
 	assert_true(sxt_text_has(&r, "bm_index is 7, expected 2"));
 	sxt_text_free(&r);
 	sx_bdev_destroy(bd);
+
+	/* an LSN that is no place in the log */
+	bd = sxt_bdev_copy(base);
+	blk = get_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1);
+	bm = (struct sx_dbitmap *)blk;
+	bm->bm_hdr.bh_lsn = cpu_to_le64(SX_LSN(0, 5));
+	put_block(bd, sb.sb_blocksize, sb.sb_bmapstart + 1, blk, true);
+	assert_true(check(bd, &r) >= 1);
+	assert_true(sxt_text_has(&r, "bitmap block 1 (block"));
+	assert_true(sxt_text_has(&r, "): LSN 0/5 is not a log position"));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
 	sx_bdev_destroy(base);
 }
 
