@@ -8,7 +8,8 @@
  * the structure that owns the block it aims at nor that block's data, and
  * makes no free block look like lost metadata; a mapping with a flag no
  * mapping has, a fork root at another level than its inode says, and an
- * unlinked list that reaches a named file.
+ * unlinked list that reaches a named file, a name of the root directory or
+ * of no inode.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -469,6 +470,39 @@ static void test_unlinked_list_damage(void **state)
 	sx_bdev_destroy(bd);
 }
 
+static void set_dirent_ino(u8 *blk, void *arg)
+{
+	((struct sx_ddir_rec *)(blk + SX_DINODE_CORE))->de_ino = cpu_to_le64(*(u64 *)arg);
+}
+
+/*
+ * A name that leads to the root directory or off the data area is named,
+ * and the file it named is then missing from the counts.
+ */
+static void test_impossible_names(void **state)
+{
+	struct sxt_text r;
+	u64 a, b, root, ino;
+	struct sx_bdev *bd = build(&a, &b);
+	struct sx_mount *mp = sxt_mount(bd);
+
+	root = mp->m_rootino;
+	assert_int_equal(sx_unmount(mp), 0);
+	patch(bd, root, set_dirent_ino, &root);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "the root directory names itself"));
+	assert_true(sxt_text_has(&r, "fsinfo counts 3 inodes, 2 were found"));
+	sx_bdev_destroy(bd);
+
+	bd = build(&a, &b);
+	ino = 5;
+	patch(bd, root, set_dirent_ino, &ino);
+	check(bd, &r);
+	assert_true(sxt_text_has(&r, "inode number 5 is not on the data area"));
+	assert_true(sxt_text_has(&r, "fsinfo counts 3 inodes, 2 were found"));
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_impossible_mapping),
 		cmocka_unit_test(test_btree_level),
 		cmocka_unit_test(test_unlinked_list_damage),
+		cmocka_unit_test(test_impossible_names),
 	};
 
 	sx_thread_enter();
