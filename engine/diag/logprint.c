@@ -416,16 +416,13 @@ SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg)
 	error = sx_log_scan(lp.lp_mp, lp_valid_record, &lp, &scan);
 	if (error && error != -EFSCORRUPTED)
 		goto out_free;
+	/* a scan stopped by a read error returns it: gone out just above */
+	ASSERT(scan.sc_stop != SX_LOG_STOP_IO);
 	if (error) {
 		print(arg, "end of the valid log at %u/%u after %u records: the record there passes its CRC but its ops are malformed (%s)",
 		      SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head), lp.lp_records,
 		      scan.sc_why ? scan.sc_why : "?");
 		error = 0;
-	} else if (scan.sc_stop == SX_LOG_STOP_IO) {
-		print(arg, "read error at %u/%u", SX_LSN_CYCLE(scan.sc_head),
-		      SX_LSN_BLOCK(scan.sc_head));
-		error = -EIO;
-		goto out_free;
 	} else if (scan.sc_stop == SX_LOG_STOP_NONE) {
 		print(arg, "the valid log fills the whole log: %u records", lp.lp_records);
 	} else {
