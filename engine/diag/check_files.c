@@ -56,6 +56,8 @@ struct ck_usage {
 	u64		cu_inodes;
 	u64		cu_mapped;	/* mapped blocks, with repeats */
 	u64		cu_claimed;	/* metadata blocks claimed */
+	/* an allocation failed: some records went unwalked, judge nothing */
+	bool		cu_nomem;
 };
 
 /* One file's walk. */
@@ -179,8 +181,10 @@ static void ck_walk_btree(struct ck_usage *cu, const struct sx_btree_ops *ops, u
 	}
 	if (level == 0) {
 		rec = sx_alloc((size_t)n * ops->bo_recsize + 1, 0);
-		if (!rec)
+		if (!rec) {
+			cu->cu_nomem = true;
 			return;
+		}
 		memcpy(rec, cu->cu_buf + sizeof(*blk), (size_t)n * ops->bo_recsize);
 		for (i = 0; i < n; i++)
 			fn(cu, owner, rec + (size_t)i * ops->bo_recsize, arg);
@@ -188,8 +192,10 @@ static void ck_walk_btree(struct ck_usage *cu, const struct sx_btree_ops *ops, u
 		return;
 	}
 	ptrs = sx_alloc(sizeof(*ptrs) * (n + 1), 0);
-	if (!ptrs)
+	if (!ptrs) {
+		cu->cu_nomem = true;
 		return;
+	}
 	for (i = 0; i < n; i++)
 		ptrs[i] = le64_to_cpu(*(const __le64 *)(cu->cu_buf + sizeof(*blk) +
 							(size_t)(nmax + i) * sizeof(__le64)));
@@ -245,6 +251,7 @@ static void ck_dir_rec(struct ck_usage *cu, u64 dino, const void *rec, void *arg
 
 		if (!n) {
 			cn->cn_nomem = true;
+			cu->cu_nomem = true;
 			return;
 		}
 		if (cn->cn_n)
@@ -324,13 +331,17 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 			return;
 		}
 		recs = sx_alloc((size_t)nrecs * recsize + 1, 0);
-		if (!recs)
+		if (!recs) {
+			cu->cu_nomem = true;
 			return;
+		}
 		memcpy(recs, cu->cu_buf + SX_DINODE_CORE, (size_t)nrecs * recsize);
 		for (i = 0; i < nrecs; i++)
 			fn(cu, ino, recs + i * recsize, arg);
 		sx_free(recs);
 	}
+	if (cu->cu_nomem)
+		return;
 	if (cf.cf_mapped + (cu->cu_claimed - claimed0) != nblocks)
 		sx_check_problem(cu->cu_ck, "inode %llu counts %llu blocks, but maps %llu and has %llu B+tree blocks",
 			   (sx_ull)ino, (sx_ull)nblocks, (sx_ull)cf.cf_mapped,
@@ -528,6 +539,10 @@ int sx_check_files(struct sx_checker *ck, const struct sx_sb *sb)
 		ck_walk_inode(&cu, unl, NULL, 0, &next);
 		unl = next;
 	}
+	if (cu.cu_nomem) {
+		error = -ENOMEM;
+		goto out_free;
+	}
 	if (cu.cu_inodes != icount)
 		sx_check_problem(ck, "fsinfo counts %llu inodes, %llu were found", (sx_ull)icount,
 			   (sx_ull)cu.cu_inodes);
@@ -535,6 +550,10 @@ int sx_check_files(struct sx_checker *ck, const struct sx_sb *sb)
 	if (refc_root)
 		ck_walk_btree(&cu, &sx_refcbt_ops, 0, refc_root, refc_level, ck_refc_rec,
 			      &prev_end, 0);
+	if (cu.cu_nomem) {
+		error = -ENOMEM;
+		goto out_free;
+	}
 	ck_usage_judge(&cu);
 	sx_check_note(ck, "files: %llu inodes, %llu mapped blocks, %llu metadata blocks",
 		(sx_ull)cu.cu_inodes, (sx_ull)cu.cu_mapped, (sx_ull)cu.cu_claimed);
