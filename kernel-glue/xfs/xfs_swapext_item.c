@@ -284,6 +284,8 @@ static int xfs_sxi_item_recover(struct xfs_log_item *lip, struct list_head *capt
 				     sizeof(sxip->sxi_format));
 		return error;
 	}
+	xfs_info(mp, "swapext: recovering a swap of inodes 0x%llx and 0x%llx, %llu blocks left",
+		 si.si_ino1, si.si_ino2, si.si_blockcount);
 	/*
 	 * Our own references: the item drops its own when it finishes, which
 	 * may be in this very step, with the inodes still locked and joined.

@@ -1,0 +1,115 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# /init of the XFS smoke guest (kernel-glue/xfs/smoke/smoke.sh builds the
+# initramfs): load the rebuilt xfs.ko, mount the host's image, one
+# FISWAPRANGE checked block by block (an unwritten extent among the
+# blocks), then long swaps cut by XFS_IOC_GOINGDOWN, unmount, mount: log
+# recovery finishes the chain; each file must be all old or all new.
+# One "SMOKE PASS|FAIL name" line per check, then "SMOKE DONE".
+
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo 1 > /proc/sys/kernel/printk
+echo
+
+pass() { echo "SMOKE PASS $*"; }
+fail() { echo "SMOKE FAIL $*"; }
+finish() {
+	if dmesg | grep -qE 'BUG:|WARNING:|Oops|Call Trace|Internal error|Corruption|blocked for more'; then
+		fail "kernel-log-clean"
+		dmesg | grep -E -B2 -A12 'BUG:|WARNING:|Oops|Internal error|Corruption|blocked for more' |
+			head -n 80 | sed 's/^/SMOKE-DMESG /'
+	else
+		pass "kernel-log-clean"
+	fi
+	dmesg | grep -E 'XFS|swapext' | sed 's/^/SMOKE-KLOG /'
+	echo "SMOKE DONE"
+	sync
+	poweroff -f
+	sleep 10
+}
+
+for m in $(cat /mods/order) xfs.ko; do
+	if ! out=$(insmod "/mods/$m" 2>&1); then
+		fail "insmod-$m: $out"
+		finish
+	fi
+done
+pass "insmod-xfs"
+mkdir -p /mnt
+if ! out=$(mount -t xfs /dev/vda /mnt 2>&1); then
+	fail "mount: $out"
+	finish
+fi
+pass "mount"
+
+# 1. one swap: a has 64 written blocks; b only its odd blocks, and its
+#    blocks 0-7 preallocated (4 unwritten blocks among them)
+sxsmoke write /mnt/a 1 64 1 0 && sxsmoke write /mnt/b 2 64 2 1 &&
+	sxsmoke falloc /mnt/b 0 8 || fail "setup-swap"
+if out=$(sxsmoke swap /mnt/a /mnt/b); then pass "fiswaprange ($out ms)"; else fail "fiswaprange: $out"; fi
+if out=$(sxsmoke check /mnt/a 2 64 2 1 && sxsmoke check /mnt/b 1 64 1 0); then
+	pass "swap-contents"
+else
+	fail "swap-contents: $out"
+fi
+n=$(sxsmoke unwritten /mnt/a 0 8)
+[ "$n" = 4 ] && pass "unwritten-stays-unwritten" || fail "unwritten-stays-unwritten: $n blocks, want 4"
+umount /mnt && mount -t xfs /dev/vda /mnt || fail "remount"
+if out=$(sxsmoke check /mnt/a 2 64 2 1 && sxsmoke check /mnt/b 1 64 1 0); then
+	pass "swap-contents-after-remount"
+else
+	fail "swap-contents-after-remount: $out"
+fi
+
+# 2. a long swap (every block a piece: N steps) timed whole, then cut
+N=${SMOKE_BLOCKS:-6000}
+sxsmoke write /mnt/e 5 "$N" 2 0 && sxsmoke write /mnt/f 6 "$N" 2 1 || fail "setup-long"
+if ms=$(sxsmoke swap /mnt/e /mnt/f); then
+	pass "long-swap ($N blocks, $ms ms)"
+else
+	fail "long-swap: $ms"
+	ms=1000
+fi
+rm -f /mnt/e /mnt/f
+
+round=0
+for cut in ${SMOKE_CUTS:-"20 1" "40 2" "60 1" "80 2"}; do
+	set -- $cut
+	pct=$1
+	flag=$2
+	round=$((round + 1))
+	sxsmoke write /mnt/c 3 "$N" 2 0 && sxsmoke write /mnt/d 4 "$N" 2 1 && sync ||
+		fail "setup-crash-$round"
+	delay=$((ms * pct / 100))
+	out=$(sxsmoke crash /mnt/c /mnt/d "$delay" "$flag")
+	before=$(dmesg | grep -c 'swapext: recovering')
+	umount /mnt || fail "umount-after-shutdown-$round"
+	if ! mount -t xfs /dev/vda /mnt; then
+		fail "recovery-mount-$round"
+		finish
+	fi
+	after=$(dmesg | grep -c 'swapext: recovering')
+	if sxsmoke check /mnt/c 3 "$N" 2 0 > /dev/null && sxsmoke check /mnt/d 4 "$N" 2 1 > /dev/null; then
+		state=old
+	elif sxsmoke check /mnt/c 4 "$N" 2 1 > /dev/null && sxsmoke check /mnt/d 3 "$N" 2 0 > /dev/null; then
+		state=new
+	else
+		state=mixed
+	fi
+	info="cut at ${pct}% (${delay} ms) flag $flag: $out; files $state; SXIs recovered $((after - before))"
+	[ "$state" != mixed ] && pass "crash-$round all-old-or-all-new ($info)" ||
+		fail "crash-$round all-old-or-all-new ($info)"
+	if [ $((after - before)) -gt 0 ]; then
+		[ "$state" = new ] && pass "crash-$round recovery-finished-the-swap" ||
+			fail "crash-$round recovery-finished-the-swap: files $state"
+	fi
+	rm -f /mnt/c /mnt/d
+done
+
+umount /mnt && pass "final-umount" || fail "final-umount"
+finish
