@@ -145,7 +145,7 @@ FZ_ALL_SRCS	:= $(sort $(wildcard tests/fuzz/*.c))
 ENGINE_SRCS	:= $(sort $(wildcard engine/*.c engine/diag/*.c))
 # The swap core's own tests: they link the core, the glue and the in-memory
 # host (tests/common/memhost.c), never the store.
-CORE_TESTS	:= test_swap_core test_swaprange
+CORE_TESTS	:= test_swap_core test_swaprange test_host_contract
 
 OBJ		:= $(BUILD)/obj
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(OBJ)/%.o)

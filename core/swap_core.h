@@ -76,6 +76,8 @@ struct sx_swap_est {
 	u64	se_steps;		/* exchange steps */
 	u64	se_nrext1;		/* worst mapping counts during the chain */
 	u64	se_nrext2;
+	u64	se_blocks1;		/* mapped blocks each range gives away */
+	u64	se_blocks2;
 	bool	se_shared_skipped;	/* a range mapped to the same blocks in both */
 	bool	se_beyond1;		/* inode 1 has mappings past its range */
 	bool	se_beyond2;
@@ -89,6 +91,10 @@ struct sx_swap_est {
  * for one block mapped with two states, or a host error.
  */
 int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *est);
+
+/* sx_swapext_est_res() - the reservation request of @si's estimate @est */
+void sx_swapext_est_res(const struct sx_swapext_intent *si, const struct sx_swap_est *est,
+			enum sx_swap_algo algo, struct sx_hres *res);
 
 /**
  * sx_swapext_finish_one() - swap the next differing piece of @si's ranges

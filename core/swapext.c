@@ -137,10 +137,14 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 				est->se_shared_skipped = true;
 		} else {
 			est->se_steps++;
-			if (sx_hmap_is_mapped(&m2))
+			if (sx_hmap_is_mapped(&m2)) {
 				in1++;
-			if (sx_hmap_is_mapped(&m1))
+				est->se_blocks2 += m2.hm_blockcount;
+			}
+			if (sx_hmap_is_mapped(&m1)) {
 				in2++;
+				est->se_blocks1 += m1.hm_blockcount;
+			}
 		}
 		sx_swapext_advance(&walk, m1.hm_blockcount);
 	}
@@ -164,6 +168,20 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 	if (est->se_nrext1 > max1 || est->se_nrext2 > max2)
 		return -EFBIG;
 	return 0;
+}
+
+void sx_swapext_est_res(const struct sx_swapext_intent *si, const struct sx_swap_est *est,
+			enum sx_swap_algo algo, struct sx_hres *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->hr_algo = algo;
+	res->hr_steps = est->se_steps;
+	res->hr_nrext1 = est->se_nrext1;
+	res->hr_nrext2 = est->se_nrext2;
+	res->hr_ip1 = si->si_ip1;
+	res->hr_ip2 = si->si_ip2;
+	res->hr_blocks1 = est->se_blocks1;
+	res->hr_blocks2 = est->se_blocks2;
 }
 
 /*
@@ -439,11 +457,7 @@ int sx_swapext_swap(const struct sx_swap_req *req)
 			return error;
 	}
 
-	memset(&res, 0, sizeof(res));
-	res.hr_algo = req->sr_algo;
-	res.hr_steps = est.se_steps;
-	res.hr_nrext1 = est.se_nrext1;
-	res.hr_nrext2 = est.se_nrext2;
+	sx_swapext_est_res(&si, &est, req->sr_algo, &res);
 	error = ops->ho_trans_alloc(ip1->hi_host, &res, &tp);
 	if (error)
 		return error;

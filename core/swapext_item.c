@@ -150,19 +150,39 @@ out_release:
 
 int sx_swapext_item_finish(struct sx_htrans *tp, struct sx_swapext_intent *si)
 {
-	bool recovered = si->si_iflags & SX_SI_RECOVERED;
-	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	const struct sx_host *h = si->si_ip1->hi_host;
+	bool lock = (si->si_iflags & SX_SI_RECOVERED) &&
+		    !(h->h_features & SX_HOST_RECOVERY_LOCKS);
 	int error;
 
-	/* in normal operation the front end holds both locks for the chain */
-	if (recovered)
-		ops->ho_lock_two(si->si_ip1, si->si_ip2);
+	/*
+	 * In normal operation the front end holds both locks for the chain;
+	 * a recovered item takes them for each step unless the host's
+	 * recovery holds them already.
+	 */
+	if (lock) {
+		error = h->h_ops->ho_lock_two(si->si_ip1, si->si_ip2);
+		if (error)
+			return error;
+	}
 	error = sx_swapext_finish_one(tp, si);
-	if (recovered)
-		ops->ho_unlock_two(si->si_ip1, si->si_ip2);
+	if (lock)
+		h->h_ops->ho_unlock_two(si->si_ip1, si->si_ip2);
 	if (error == 0)
 		sx_swapext_item_release(si);
 	return error;
+}
+
+int sx_swapext_item_estimate(const struct sx_swapext_intent *si, struct sx_hres *res)
+{
+	struct sx_swap_est est;
+	int error;
+
+	error = sx_swapext_estimate(si, &est);
+	if (error)
+		return error;
+	sx_swapext_est_res(si, &est, SX_SWAP_ATOMIC, res);
+	return 0;
 }
 
 void sx_swapext_item_cancel(struct sx_swapext_intent *si)

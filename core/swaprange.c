@@ -354,7 +354,9 @@ int sx_swap_core_range(const struct sx_hfile *file1, const struct sx_hfile *file
 		return error;
 
 	/* the filesystem's swap_file_range: everything else under both locks */
-	h->h_ops->ho_lock_two(ip1, ip2);
+	error = h->h_ops->ho_lock_two(ip1, ip2);
+	if (error)
+		return error;
 	sx_hstat(ip1, &st1);
 	sx_hstat(ip2, &st2);
 	if (SX_CORE_CORRUPT(h, !sx_is_pow2(st1.hs_blksize) ||

@@ -8,7 +8,8 @@
  * callbacks, so no wrapper could survive its rolls).  The swap's map and
  * unmap halves are SX_BMI_SWAP BUIs: blocks change owner without a
  * refcount change, and the block counts move with ho_mod_nblocks in the
- * step's own transaction.
+ * step's own transaction (so no SX_HOST_MAP_NBLOCKS; the store has no
+ * quota, so the reservation's per-file block totals go unused).
  *
  * Locking.  ho_lock_two takes both iolocks exclusively (no writer,
  * truncate, clone or other swap can change either file) and pairs the two
@@ -112,8 +113,11 @@ static void sx_shost_stat(struct sx_hinode *hi, struct sx_hstat *st)
 		sx_iunlock(ip, SX_ILOCK_EXCL);
 }
 
-/* Lock both inodes' iolocks and pair them (the ilocks come with the first change). */
-static void sx_shost_lock_two(struct sx_hinode *h1, struct sx_hinode *h2)
+/*
+ * Lock both inodes' iolocks and pair them (the ilocks come with the first
+ * change).  The store's locks wait without interruption: this never fails.
+ */
+static int sx_shost_lock_two(struct sx_hinode *h1, struct sx_hinode *h2)
 {
 	struct sx_inode *a = sx_shost_ip(h1), *b = sx_shost_ip(h2);
 
@@ -121,6 +125,7 @@ static void sx_shost_lock_two(struct sx_hinode *h1, struct sx_hinode *h2)
 	ASSERT(!a->i_swap_peer && !b->i_swap_peer);
 	a->i_swap_peer = b;
 	b->i_swap_peer = a;
+	return 0;
 }
 
 /* Undo sx_shost_lock_two() and drop the ilocks if a change took them. */
@@ -392,7 +397,10 @@ static int sx_shost_set_size(struct sx_htrans *tp, struct sx_hinode *hi, s64 siz
 	return sx_inode_log(sx_shost_tp(tp), ip);
 }
 
-/* Move blocks charged to the inode. */
+/*
+ * Move blocks charged to the inode.  The store's BUIs leave block counts
+ * alone (no SX_HOST_MAP_NBLOCKS) and it has no quota: the count is all.
+ */
 static int sx_shost_mod_nblocks(struct sx_htrans *tp, struct sx_hinode *hi, s64 delta)
 {
 	struct sx_inode *ip = sx_shost_ip(hi);

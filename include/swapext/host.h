@@ -43,14 +43,27 @@
  *    of that table and ho_trans_roll sx_defer_finish().  The in-memory host
  *    drives the same callbacks with a chain runner of its own.
  * 4. At log recovery, hand each unfinished SXI's payload to
- *    sx_swapext_sxi_check() and sx_swapext_item_decode(), then finish the
- *    item with the chain runner like any other deferred work, in log order.
+ *    sx_swapext_sxi_check() and sx_swapext_item_decode(), reserve what
+ *    sx_swapext_item_estimate() says the rest of the chain needs, then
+ *    finish the item with the chain runner like any other deferred work,
+ *    in log order.
  *
  * Locking: the core takes the two inodes' lock (ho_lock_two) for the whole
  * call, around the checks, the flush, the estimate and the chain; a host
  * uses one lock level that excludes other writers, truncates and mapping
  * changes of both files (XFS: IOLOCK+MMAPLOCK, then ILOCK inside its own
- * transaction code).  Recovered items lock their inodes for each step.
+ * transaction code).  Recovered items lock their inodes for each step,
+ * unless the host's recovery holds them for the whole chain
+ * (SX_HOST_RECOVERY_LOCKS: XFS joins both ILOCKs to the recovery
+ * transaction and keeps them across its rolls, so locking per step would
+ * take them twice, or out of XFS's order).
+ *
+ * Block counts and quota: a step moves mapped blocks from one file to the
+ * other.  Either the host's deferred map/unmap move the inodes' block
+ * counts as they land (SX_HOST_MAP_NBLOCKS: XFS's remap and unmap do), or
+ * ho_mod_nblocks does; never both.  ho_mod_nblocks always moves the quota
+ * charged to each file's owners, and the reservation (struct sx_hres)
+ * names the blocks each file gains so that quota can be reserved first.
  */
 #ifndef SWAPEXT_HOST_H
 #define SWAPEXT_HOST_H
@@ -147,10 +160,20 @@ enum sx_swap_algo {
  *		both inodes' size and block count)
  * @hr_nrext1:	the most mappings inode 1's fork can have during the chain
  * @hr_nrext2:	the same for inode 2 (equal to @hr_nrext1 for one file)
+ * @hr_ip1, @hr_ip2: the two inodes (equal for two ranges of one file)
+ * @hr_blocks1:	blocks mapped (written or unwritten) in inode 1's range that
+ *		the chain moves to inode 2; shared pieces left in place are
+ *		not counted
+ * @hr_blocks2:	the same for inode 2's range.  After the chain inode 1
+ *		holds @hr_blocks2 - @hr_blocks1 more blocks and inode 2 as
+ *		many fewer (no change for one file).  Zero for SX_SWAP_FORKS,
+ *		whose forks move whole.
  *
  * The host reserves log space for one step per transaction of the chain
  * (ho_trans_roll renews it) and, up front, every block the whole chain may
  * need for its mapping structures (B+tree splits), or fails with -ENOSPC.
+ * A host with quota reserves each file's gain against its owners' limits
+ * here, or fails with -EDQUOT; nothing has changed yet when it fails.
  */
 struct sx_hres {
 	u32	hr_algo;
@@ -158,6 +181,10 @@ struct sx_hres {
 	u64	hr_steps;
 	u64	hr_nrext1;
 	u64	hr_nrext2;
+	struct sx_hinode *hr_ip1;
+	struct sx_hinode *hr_ip2;
+	u64	hr_blocks1;
+	u64	hr_blocks2;
 };
 
 /* h_features */
@@ -167,6 +194,14 @@ struct sx_hres {
 #define SX_HOST_DEFER_BMAP	(1u << 1)	/* map/unmap are logged deferred
 						 * work: the non-atomic step
 						 * algorithm is available */
+#define SX_HOST_MAP_NBLOCKS	(1u << 2)	/* the queued map/unmap move the
+						 * inode's block count as they
+						 * land: ho_mod_nblocks moves
+						 * quota only */
+#define SX_HOST_RECOVERY_LOCKS	(1u << 3)	/* recovery holds both inodes of
+						 * a recovered item locked for
+						 * its whole chain: the core
+						 * takes no lock per step */
 
 struct sx_swapext_intent;
 
@@ -177,8 +212,12 @@ struct sx_swapext_intent;
  * @ho_stat:		fill @st for @ip (cannot fail)
  * @ho_lock_two:	lock both inodes against every other change, in an order
  *			of the host's choosing that cannot deadlock (XFS:
- *			by inode number); @ip1 may equal @ip2: lock it once
- * @ho_unlock_two:	undo ho_lock_two
+ *			by inode number); @ip1 may equal @ip2: lock it once.
+ *			It may fail (XFS's two-inode lock returns -EINTR
+ *			for a fatal signal) with nothing held: the core then
+ *			returns the error having changed nothing, and a
+ *			recovered step fails with it
+ * @ho_unlock_two:	undo a successful ho_lock_two
  * @ho_flush_range:	write back and wait for bytes [@off, @off + @len) of
  *			@ip's cached data and wait for direct I/O, so that
  *			the mappings are final (no delayed allocation left)
@@ -218,15 +257,21 @@ struct sx_swapext_intent;
  *			where the range is a hole (after the unmap ahead of
  *			it); neither changes the block count
  * @ho_set_size:	set @ip's size (on disk and in memory) to @size
- * @ho_mod_nblocks:	add @delta to the blocks charged to @ip (and quota)
+ * @ho_mod_nblocks:	@ip gains @delta mapped blocks (negative: loses) by
+ *			the step's queued map/unmap: move the quota charged
+ *			to @ip's owners by @delta and, unless the host has
+ *			SX_HOST_MAP_NBLOCKS, @ip's block count too.  Called
+ *			once per step for each of two files whose count
+ *			changes (never for one file: its moves cancel)
  * @ho_set_reflink:	set (@on) or clear @ip's reflink flag
  * @ho_touch:		set @ip's mtime and ctime to now
  * @ho_defer_swap:	queue a copy of @si as deferred work of the swap type
  *			(an SXI is logged for it at the next roll or commit)
  * @ho_swap_forks:	optional (NULL: not available): exchange the whole
  *			data forks, mappings and block counts of @ip1 and
- *			@ip2 (not the sizes), in @tp; -EINVAL if a fork's
- *			format does not allow it
+ *			@ip2 (not the sizes), moving their owners' quota
+ *			with the blocks, in @tp; -EINVAL if a fork's format
+ *			does not allow it
  *
  * Recovery:
  * @ho_iget:		find inode @ino with generation @gen and take a
@@ -236,7 +281,7 @@ struct sx_swapext_intent;
  */
 struct sx_host_ops {
 	void	(*ho_stat)(struct sx_hinode *ip, struct sx_hstat *st);
-	void	(*ho_lock_two)(struct sx_hinode *ip1, struct sx_hinode *ip2);
+	int	(*ho_lock_two)(struct sx_hinode *ip1, struct sx_hinode *ip2);
 	void	(*ho_unlock_two)(struct sx_hinode *ip1, struct sx_hinode *ip2);
 	int	(*ho_flush_range)(struct sx_hinode *ip, s64 off, s64 len);
 	int	(*ho_read_mapping)(struct sx_hinode *ip, u64 startoff, u64 blockcount,
@@ -400,6 +445,21 @@ SX_API int sx_swapext_item_decode(struct sx_host *h, const struct sx_dlog_swapex
  * has released what it owned), or an error (cancel the item).
  */
 SX_API int sx_swapext_item_finish(struct sx_htrans *tp, struct sx_swapext_intent *si);
+
+/**
+ * sx_swapext_item_estimate() - the reservation what is left of @si needs
+ *
+ * Walks the rest of @si's ranges with ho_read_mapping, as the start of a
+ * swap does, and fills @res as for ho_trans_alloc (SX_SWAP_ATOMIC).  A
+ * host's recovery calls it for a decoded item before it allocates the
+ * transaction that finishes the item's chain: the chain then holds the
+ * blocks and quota it needs, as the original call did.  Call it with the
+ * inodes' mappings held still (at recovery nothing else runs).
+ *
+ * Return: 0, -EFBIG if a fork could outgrow ho_max_extents, -EFSCORRUPTED
+ * for one block mapped with two states, or a host error.
+ */
+SX_API int sx_swapext_item_estimate(const struct sx_swapext_intent *si, struct sx_hres *res);
 
 /** sx_swapext_item_cancel() - throw an unfinished item away */
 SX_API void sx_swapext_item_cancel(struct sx_swapext_intent *si);

@@ -33,6 +33,7 @@ struct mh_bui {
 struct mh_core {
 	s64	mc_size;
 	s64	mc_nblocks;
+	s64	mc_qused;
 	u32	mc_flags;
 	u32	mc_mtime_nsec;
 	u32	mc_ctime_nsec;
@@ -206,6 +207,20 @@ static int mh_apply_unmap(struct mh_inode *mi, const struct sx_hmap *m)
 	return 0;
 }
 
+/*
+ * Apply a map or unmap to @mi, moving its block count too when the host's
+ * map/unmap do that (SX_HOST_MAP_NBLOCKS); replay does the same.
+ */
+static int mh_apply_work(struct mh_host *mh, struct mh_inode *mi, const struct sx_hmap *m,
+			 bool is_map)
+{
+	int error = is_map ? mh_apply_map(mi, m) : mh_apply_unmap(mi, m);
+
+	if (!error && (mh->mh_host.h_features & SX_HOST_MAP_NBLOCKS))
+		mi->mi_nblocks += is_map ? (s64)m->hm_blockcount : -(s64)m->hm_blockcount;
+	return error;
+}
+
 /* Apply a BUI's work (with fault injection for tests). */
 static int mh_apply_bui(struct mh_host *mh, const struct mh_bui *b)
 {
@@ -215,7 +230,7 @@ static int mh_apply_bui(struct mh_host *mh, const struct mh_bui *b)
 		return -EFSCORRUPTED;
 	if (mh->mh_fail_apply && --mh->mh_fail_apply == 0)
 		return mh->mh_fail_error;
-	return b->mb_map ? mh_apply_map(mi, &b->mb_m) : mh_apply_unmap(mi, &b->mb_m);
+	return mh_apply_work(mh, mi, &b->mb_m, b->mb_map);
 }
 
 /* ------------------------------------------------------------ log and transactions */
@@ -241,6 +256,7 @@ static void mh_core_get(const struct mh_inode *mi, struct mh_core *c)
 	memset(c, 0, sizeof(*c));
 	c->mc_size = mi->mi_size;
 	c->mc_nblocks = mi->mi_nblocks;
+	c->mc_qused = mi->mi_qused;
 	c->mc_flags = mi->mi_flags;
 	c->mc_mtime_sec = mi->mi_mtime_sec;
 	c->mc_mtime_nsec = mi->mi_mtime_nsec;
@@ -252,6 +268,7 @@ static void mh_core_set(struct mh_inode *mi, const struct mh_core *c)
 {
 	mi->mi_size = c->mc_size;
 	mi->mi_nblocks = c->mc_nblocks;
+	mi->mi_qused = c->mc_qused;
 	mi->mi_flags = c->mc_flags;
 	mi->mi_mtime_sec = c->mc_mtime_sec;
 	mi->mi_mtime_nsec = c->mc_mtime_nsec;
@@ -466,10 +483,13 @@ static void mh_stat(struct sx_hinode *ip, struct sx_hstat *st)
 	st->hs_ctime_nsec = mi->mi_ctime_nsec;
 }
 
-static void mh_lock_two(struct sx_hinode *ip1, struct sx_hinode *ip2)
+static int mh_lock_two(struct sx_hinode *ip1, struct sx_hinode *ip2)
 {
 	struct mh_inode *a = MI(ip1), *b = MI(ip2);
+	struct mh_host *mh = mh_of(a);
 
+	if (mh->mh_fail_lock && --mh->mh_fail_lock == 0)
+		return mh->mh_fail_error;	/* as XFS's -EINTR: nothing held */
 	if (a->mi_ino > b->mi_ino) {
 		struct mh_inode *t = a;
 
@@ -480,6 +500,7 @@ static void mh_lock_two(struct sx_hinode *ip1, struct sx_hinode *ip2)
 		mh_die("lock_two: already locked (would deadlock)");
 	a->mi_locked = 1;
 	b->mi_locked = 1;
+	return 0;
 }
 
 static void mh_unlock_two(struct sx_hinode *ip1, struct sx_hinode *ip2)
@@ -537,18 +558,50 @@ static u64 mh_max_extents(struct sx_hinode *ip)
 	return mh_of(MI(ip))->mh_max_extents;
 }
 
+/* Would @mi's owner pass its hard limit by gaining @gain blocks? */
+static bool mh_over_quota(const struct mh_inode *mi, s64 gain)
+{
+	return mi->mi_qlimit && gain > 0 && mi->mi_qused + gain > mi->mi_qlimit;
+}
+
+/*
+ * Reserve a swap's quota as the seed does: each file's owner must be able
+ * to hold what the file gains, before anything changes.  A whole-fork swap
+ * moves the whole block counts.
+ */
+static int mh_reserve_quota(const struct sx_hres *res)
+{
+	struct mh_inode *a = MI(res->hr_ip1), *b = MI(res->hr_ip2);
+	s64 gain = (s64)res->hr_blocks2 - (s64)res->hr_blocks1;
+
+	if (a == b)
+		return 0;
+	if (res->hr_algo == SX_SWAP_FORKS)
+		gain = b->mi_nblocks - a->mi_nblocks;
+	if (mh_over_quota(a, gain) || mh_over_quota(b, -gain))
+		return -EDQUOT;
+	return 0;
+}
+
 static int mh_trans_alloc(struct sx_host *h, const struct sx_hres *res, struct sx_htrans **tpp)
 {
 	struct mh_host *mh = MH(h);
+	int error;
 
 	if (mh->mh_shutdown)
 		return -EIO;
 	if (!res || res->hr_algo < SX_SWAP_ATOMIC || res->hr_algo > SX_SWAP_FORKS ||
-	    res->hr_nrext1 > mh->mh_max_extents || res->hr_nrext2 > mh->mh_max_extents)
+	    res->hr_nrext1 > mh->mh_max_extents || res->hr_nrext2 > mh->mh_max_extents ||
+	    !res->hr_ip1 || !res->hr_ip2 ||
+	    (res->hr_algo == SX_SWAP_FORKS && (res->hr_blocks1 || res->hr_blocks2)))
 		mh_die("bad reservation");
+	mh->mh_last_res = *res;
 	mh->mh_nalloc++;
 	if (mh->mh_fail_alloc && --mh->mh_fail_alloc == 0)
 		return mh->mh_fail_error;
+	error = mh_reserve_quota(res);
+	if (error)
+		return error;
 	*tpp = (struct sx_htrans *)mh_trans_new(mh);
 	return 0;
 }
@@ -615,11 +668,18 @@ static int mh_set_size(struct sx_htrans *tp, struct sx_hinode *ip, s64 size)
 	return 0;
 }
 
+/* Quota always moves here; the block count only if map/unmap leave it. */
 static int mh_mod_nblocks(struct sx_htrans *tp, struct sx_hinode *ip, s64 delta)
 {
-	mh_assert_locked(MI(ip));
-	MI(ip)->mi_nblocks += delta;
-	mh_log_core(MT(tp), MI(ip));
+	struct mh_inode *mi = MI(ip);
+
+	mh_assert_locked(mi);
+	if (delta == 0)
+		mh_die("mod_nblocks by zero");
+	mi->mi_qused += delta;
+	if (!(mh_of(mi)->mh_host.h_features & SX_HOST_MAP_NBLOCKS))
+		mi->mi_nblocks += delta;
+	mh_log_core(MT(tp), mi);
 	return 0;
 }
 
@@ -684,6 +744,9 @@ static int mh_swap_forks(struct sx_htrans *htp, struct sx_hinode *ip1, struct sx
 	n = a->mi_nblocks;
 	a->mi_nblocks = b->mi_nblocks;
 	b->mi_nblocks = n;
+	n = a->mi_qused;
+	a->mi_qused = b->mi_qused;
+	b->mi_qused = n;
 	op = mh_tp_op(tp, MH_OP_FORKS);
 	op->mo_ino = a->mi_ino;
 	op->mo_ino2 = b->mi_ino;
@@ -813,11 +876,29 @@ void mh_add_mapping(struct mh_inode *mi, u64 off, u64 blk, u64 len, bool unwritt
 	if (mh_apply_map(mi, &m))
 		mh_die("setup mapping over a mapping");
 	mi->mi_nblocks += (s64)len;
+	mi->mi_qused += (s64)len;
 }
 
 void mh_add_extent(struct mh_inode *mi, u64 off, u64 len, bool unwritten)
 {
 	mh_add_mapping(mi, off, mh_alloc(mh_of(mi), len), len, unwritten);
+}
+
+void mh_cut_at(struct mh_inode *mi, u64 end)
+{
+	while (mi->mi_next) {
+		struct mh_ext *e = &mi->mi_ext[mi->mi_next - 1];
+		u64 drop;
+
+		if (e->me_off + e->me_len <= end)
+			break;
+		drop = e->me_off >= end ? e->me_len : e->me_off + e->me_len - end;
+		mi->mi_nblocks -= (s64)drop;
+		mi->mi_qused -= (s64)drop;
+		e->me_len -= drop;
+		if (e->me_len == 0)
+			mi->mi_next--;
+	}
 }
 
 struct sx_hfile mh_hfile(struct mh_inode *mi, u32 mode)
@@ -906,12 +987,9 @@ static void mh_replay_op(struct mh_host *mh, const struct mh_op *op)
 	case MH_OP_DONE:
 		return;
 	case MH_OP_MAP:
-		if (!mi || mh_apply_map(mi, &op->mo_map))
-			mh_die("replay: map failed");
-		return;
 	case MH_OP_UNMAP:
-		if (!mi || mh_apply_unmap(mi, &op->mo_map))
-			mh_die("replay: unmap failed");
+		if (!mi || mh_apply_work(mh, mi, &op->mo_map, op->mo_type == MH_OP_MAP))
+			mh_die("replay: map/unmap failed");
 		return;
 	case MH_OP_CORE:
 		if (!mi)
@@ -946,7 +1024,7 @@ void mh_crash(struct mh_host *mh, u32 nrec)
 		mh->mh_inodes[i].mi_refs = 0;
 	}
 	mh->mh_shutdown = false;
-	mh->mh_fail_apply = mh->mh_fail_flush = mh->mh_fail_alloc = 0;
+	mh->mh_fail_apply = mh->mh_fail_flush = mh->mh_fail_alloc = mh->mh_fail_lock = 0;
 }
 
 /* True if the log holds a done for intent @id. */
@@ -1007,8 +1085,39 @@ struct sx_dlog_sxi *mh_unfinished_sxi(struct mh_host *mh)
 	return NULL;
 }
 
+/*
+ * What a host's recovery does for a decoded SXI before its chain runs:
+ * reserve what the rest of the chain needs (kept in mh_last_res for the
+ * tests), and with SX_HOST_RECOVERY_LOCKS lock both inodes for the whole
+ * chain (*@l1, *@l2: what the caller unlocks after it).  On error the item
+ * is cancelled.
+ */
+static int mh_recover_prep(struct mh_host *mh, struct sx_swapext_intent *si,
+			   struct sx_hinode **l1, struct sx_hinode **l2)
+{
+	struct sx_hres res;
+	int error;
+
+	error = sx_swapext_item_estimate(si, &res);
+	if (!error && (res.hr_nrext1 > mh->mh_max_extents || res.hr_nrext2 > mh->mh_max_extents))
+		mh_die("recovered estimate past the fork limit");
+	if (!error && (mh->mh_host.h_features & SX_HOST_RECOVERY_LOCKS))
+		error = mh_lock_two(si->si_ip1, si->si_ip2);
+	if (error) {
+		sx_swapext_item_cancel(si);
+		return error;
+	}
+	mh->mh_last_res = res;
+	if (mh->mh_host.h_features & SX_HOST_RECOVERY_LOCKS) {
+		*l1 = si->si_ip1;
+		*l2 = si->si_ip2;
+	}
+	return 0;
+}
+
 int mh_recover(struct mh_host *mh)
 {
+	struct sx_hinode *locked[2] = { NULL, NULL };
 	struct mh_op *ops;
 	u32 n = mh_collect(mh, &ops), i;
 	int error = 0;
@@ -1029,6 +1138,8 @@ int mh_recover(struct mh_host *mh)
 				error = sx_swapext_item_decode(&mh->mh_host,
 							       &ops[i].mo_p.sxi.sxi_ext,
 							       &w->mw_si);
+			if (!error)
+				error = mh_recover_prep(mh, &w->mw_si, &locked[0], &locked[1]);
 			if (error) {
 				free(w);
 				mh_trans_free(tp);
@@ -1038,6 +1149,9 @@ int mh_recover(struct mh_host *mh)
 		tp->mt_work = w;
 		error = mh_run(tp);
 		mh_trans_free(tp);
+		if (locked[0])
+			mh_unlock_two(locked[0], locked[1]);
+		locked[0] = locked[1] = NULL;
 		mh->mh_recovered_intents++;
 	}
 	mh->mh_recovering = false;
@@ -1080,6 +1194,8 @@ int mh_check(const struct mh_host *mh, u32 flags)
 		}
 		if (!ret && !(flags & MH_CHECK_NO_NBLOCKS) && (s64)sum != mi->mi_nblocks)
 			ret = -6;
+		if (!ret && !(flags & MH_CHECK_NO_NBLOCKS) && mi->mi_qused != mi->mi_nblocks)
+			ret = -7;
 		if (ret)
 			fprintf(stderr, "memhost: check of inode %llu failed: %d\n",
 				(unsigned long long)mi->mi_ino, ret);
@@ -1110,7 +1226,7 @@ bool mh_same(const struct mh_inode *a, const struct mh_inode *b, u64 ino, bool s
 
 	if (sizes && x->mi_size != y->mi_size)
 		return false;
-	if (x->mi_nblocks != y->mi_nblocks)
+	if (x->mi_nblocks != y->mi_nblocks || x->mi_qused != y->mi_qused)
 		return false;
 	for (off = 0; off < end; off++) {
 		bool ux, uy;

@@ -11,6 +11,13 @@
  * runner that logs intents and dones as swapext's defer manager does: one
  * step per transaction, done + work + intent for what is left.
  *
+ * Host features it honours besides the core's: SX_HOST_MAP_NBLOCKS (the
+ * map/unmap work moves block counts as it lands, ho_mod_nblocks then moves
+ * only the quota usage mi_qused) and SX_HOST_RECOVERY_LOCKS (mh_recover()
+ * holds both inodes of an SXI locked for its whole chain, as XFS's
+ * recovery does).  Each inode is its own quota owner: mi_qlimit makes
+ * ho_trans_alloc refuse a reservation whose gain would pass it (-EDQUOT).
+ *
  * Crash testing: mh_checkpoint() makes the current state the durable base
  * and empties the log; mh_crash(n) restores the base and replays the first
  * n records (a power cut after n commits); mh_recover() then finishes every
@@ -57,9 +64,11 @@ struct mh_inode {
 	s64	mi_mtime_sec, mi_ctime_sec;
 	u32	mi_mtime_nsec, mi_ctime_nsec;
 	s64	mi_nblocks;
+	s64	mi_qused;		/* blocks charged to the owner (quota) */
 	u32	mi_next;
 	struct mh_ext mi_ext[MH_MAX_EXT];
 	/* not durable */
+	s64	mi_qlimit;		/* hard quota limit in blocks; 0: none */
 	int	mi_locked;
 	int	mi_refs;
 };
@@ -97,6 +106,7 @@ struct mh_host {
 	u32	mh_fail_apply;
 	u32	mh_fail_flush;		/* same for flushes */
 	u32	mh_fail_alloc;		/* same for transaction allocations */
+	u32	mh_fail_lock;		/* same for ho_lock_two */
 	int	mh_fail_error;
 	/* counters */
 	u32	mh_nflush;
@@ -104,6 +114,7 @@ struct mh_host {
 	u32	mh_ncommit;
 	u32	mh_open_trans;
 	u32	mh_recovered_intents;
+	struct sx_hres mh_last_res;	/* the last reservation asked for */
 };
 
 /* mh_init() - an empty host with @blksize-byte blocks; features SX_HOST_* */
@@ -119,6 +130,9 @@ u64 mh_alloc(struct mh_host *mh, u64 len);
 void mh_add_extent(struct mh_inode *mi, u64 off, u64 len, bool unwritten);
 /* mh_add_mapping() - map given device blocks at @off (setup only, no log) */
 void mh_add_mapping(struct mh_inode *mi, u64 off, u64 blk, u64 len, bool unwritten);
+
+/* mh_cut_at() - drop every mapping at or past file block @end (setup only, no log) */
+void mh_cut_at(struct mh_inode *mi, u64 end);
 
 /* mh_hfile() - an open file of @mi with SX_HF_* @mode */
 struct sx_hfile mh_hfile(struct mh_inode *mi, u32 mode);
@@ -146,8 +160,8 @@ u32 mh_unfinished(const struct mh_host *mh);
 
 /*
  * mh_check() - consistency of every inode: extents sorted, not overlapping;
- * block counts match the mappings (unless MH_CHECK_NO_NBLOCKS: mid-chain
- * they move before the queued maps land); no device block mapped twice
+ * block counts and quota usage match the mappings (unless
+ * MH_CHECK_NO_NBLOCKS: mid-chain one moves before the queued maps land); no device block mapped twice
  * (unless MH_CHECK_SHARED); no mapping past EOF (with MH_CHECK_EOF).  0, or
  * a negative number naming the first failed check (and a message on stderr).
  */
