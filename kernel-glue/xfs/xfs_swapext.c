@@ -138,37 +138,6 @@ int xfs_sx_resblks(struct xfs_mount *mp, const struct sx_hres *res, unsigned int
 	return 0;
 }
 
-/* -------------------------------------------------------------- the calls */
-
-/*
- * A swap in progress: ho_trans_alloc learns from it which inodes to lock,
- * join and charge (host.h passes it only the host).  One per task.
- */
-struct xfs_sx_call {
-	struct list_head	sc_list;
-	struct task_struct	*sc_task;
-	struct xfs_inode	*sc_ip1;
-	struct xfs_inode	*sc_ip2;
-};
-
-static LIST_HEAD(xfs_sx_calls);
-static DEFINE_SPINLOCK(xfs_sx_calls_lock);
-
-static struct xfs_sx_call *xfs_sx_call_find(void)
-{
-	struct xfs_sx_call *c, *found = NULL;
-
-	spin_lock(&xfs_sx_calls_lock);
-	list_for_each_entry(c, &xfs_sx_calls, sc_list) {
-		if (c->sc_task == current) {
-			found = c;
-			break;
-		}
-	}
-	spin_unlock(&xfs_sx_calls_lock);
-	return found;
-}
-
 /* True if @ip is joined to the calling task's transaction (so ILOCKed). */
 static bool xfs_sx_ilocked(struct xfs_inode *ip)
 {
@@ -363,16 +332,12 @@ static int xfs_sx_trans_alloc(struct sx_host *h, const struct sx_hres *res,
 			      struct sx_htrans **tpp)
 {
 	struct xfs_mount *mp = xfs_sx_mount(h);
-	struct xfs_sx_call *call = xfs_sx_call_find();
-	struct xfs_inode *ip1, *ip2;
+	struct xfs_inode *ip1 = xfs_sx_inode(res->hr_ip1);
+	struct xfs_inode *ip2 = xfs_sx_inode(res->hr_ip2);
 	struct xfs_trans *tp;
 	unsigned int blocks;
 	int error;
 
-	if (WARN_ON_ONCE(!call))
-		return -EINVAL;
-	ip1 = call->sc_ip1;
-	ip2 = call->sc_ip2;
 	error = xfs_sx_resblks(mp, res, &blocks);
 	if (error)
 		return error;
@@ -651,7 +616,6 @@ long xfs_ioc_swap_range(struct file *file2, unsigned int cmd, void __user *arg)
 	struct xfs_inode *ip2 = XFS_I(file_inode(file2));
 	struct xfs_mount *mp = ip2->i_mount;
 	struct file_swap_range fsr;
-	struct xfs_sx_call call;
 	struct sx_hfile hf1, hf2;
 	struct xfs_inode *ip1;
 	bool assist = false;
@@ -698,19 +662,7 @@ long xfs_ioc_swap_range(struct file *file2, unsigned int cmd, void __user *arg)
 	hf2.hf_mode = xfs_sx_fmode(file2);
 	hf2.hf_pad = 0;
 
-	call.sc_task = current;
-	call.sc_ip1 = ip1;
-	call.sc_ip2 = ip2;
-	spin_lock(&xfs_sx_calls_lock);
-	list_add(&call.sc_list, &xfs_sx_calls);
-	spin_unlock(&xfs_sx_calls_lock);
-
 	error = sx_swap_core_range(&hf1, &hf2, &fsr);
-
-	spin_lock(&xfs_sx_calls_lock);
-	list_del(&call.sc_list);
-	spin_unlock(&xfs_sx_calls_lock);
-
 	if (assist)
 		xlog_drop_incompat_feat(mp->m_log);
 	if (!error) {

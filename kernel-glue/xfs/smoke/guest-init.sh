@@ -5,7 +5,8 @@
 # initramfs): load the rebuilt xfs.ko, mount the host's image, one
 # FISWAPRANGE checked block by block (an unwritten extent among the
 # blocks), then long swaps cut by XFS_IOC_GOINGDOWN, unmount, mount: log
-# recovery finishes the chain; each file must be all old or all new.
+# recovery finishes the chain; each file must be all old or all new; user
+# quota follows the blocks and a hard limit stops a swap with EDQUOT.
 # One "SMOKE PASS|FAIL name" line per check, then "SMOKE DONE".
 
 /bin/busybox --install -s /bin
@@ -111,5 +112,49 @@ for cut in ${SMOKE_CUTS:-"20 1" "40 2" "60 1" "80 2"}; do
 	rm -f /mnt/c /mnt/d
 done
 
+# 3. quota: usage moves with the blocks; over a hard limit, EDQUOT and no
+#    change.  The files are written first and the filesystem remounted, so
+#    that no speculative preallocation past EOF is left to count.
+sxsmoke write /mnt/qa 7 64 1 0 && sxsmoke write /mnt/qb 8 64 8 0 &&
+	chown 1000 /mnt/qa && chown 2000 /mnt/qb || fail "setup-quota"
+umount /mnt
+if ! mount -t xfs -o uquota /dev/vda /mnt; then
+	fail "mount-uquota"
+	finish
+fi
+a0=$(sxsmoke quota /dev/vda 1000)
+b0=$(sxsmoke quota /dev/vda 2000)
+sa=$(stat -c %b /mnt/qa)
+sb=$(stat -c %b /mnt/qb)
+d=$(((sa - sb) / 8))
+if out=$(sxsmoke swap /mnt/qa /mnt/qb); then pass "quota-swap"; else fail "quota-swap: $out"; fi
+a1=$(sxsmoke quota /dev/vda 1000)
+b1=$(sxsmoke quota /dev/vda 2000)
+[ "$a1" = $((a0 - d)) ] && [ "$b1" = $((b0 + d)) ] && [ "$(stat -c %b /mnt/qa)" = "$sb" ] &&
+	[ "$(stat -c %b /mnt/qb)" = "$sa" ] &&
+	pass "quota-moves-with-blocks (uid 1000 $a0 -> $a1, uid 2000 $b0 -> $b1, $d blocks)" ||
+	fail "quota-moves-with-blocks (uid 1000 $a0 -> $a1, uid 2000 $b0 -> $b1; want $d blocks)"
+# swapping back gives uid 1000 d blocks: allow it half of them
+sxsmoke qlimit /dev/vda 1000 $((a1 + d / 2)) || fail "set-quota-limit"
+out=$(sxsmoke swap /mnt/qa /mnt/qb)
+a2=$(sxsmoke quota /dev/vda 1000)
+b2=$(sxsmoke quota /dev/vda 2000)
+case "$out" in
+*"Disk quota exceeded"*) pass "quota-hard-limit-edquot" ;;
+*) fail "quota-hard-limit-edquot: $out" ;;
+esac
+if [ "$a2" = "$a1" ] && [ "$b2" = "$b1" ] && sxsmoke check /mnt/qa 8 64 8 0 &&
+		sxsmoke check /mnt/qb 7 64 1 0; then
+	pass "quota-edquot-changed-nothing"
+else
+	fail "quota-edquot-changed-nothing (uid 1000 $a2, uid 2000 $b2)"
+fi
+sxsmoke qlimit /dev/vda 1000 0 || fail "clear-quota-limit"
+if out=$(sxsmoke swap /mnt/qa /mnt/qb) && [ "$(sxsmoke quota /dev/vda 1000)" = "$a0" ] &&
+		[ "$(sxsmoke quota /dev/vda 2000)" = "$b0" ]; then
+	pass "quota-swap-back-restores-usage"
+else
+	fail "quota-swap-back-restores-usage: $out"
+fi
 umount /mnt && pass "final-umount" || fail "final-umount"
 finish

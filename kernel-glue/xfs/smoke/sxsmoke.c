@@ -13,6 +13,9 @@
  *   sxsmoke swap FILE1 FILE2                   FISWAPRANGE of the whole
  *                        files (file2's length) on FILE2 with file1_fd;
  *                        prints the milliseconds it took
+ *   sxsmoke quota DEV UID                      print UID's block usage (4 KiB
+ *                        blocks, Q_XGETQUOTA)
+ *   sxsmoke qlimit DEV UID BLOCKS              set UID's hard block limit
  *   sxsmoke crash FILE1 FILE2 DELAY_MS FLAG    the same swap while a child
  *                        shuts the filesystem down (XFS_IOC_GOINGDOWN with
  *                        FLAG: 1 log flush, 2 none) after DELAY_MS
@@ -27,6 +30,8 @@
 #include <unistd.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/dqblk_xfs.h>
+#include <sys/quota.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -166,6 +171,32 @@ static int do_crash(const char *p1, const char *p2, unsigned int ms, uint32_t fl
 	return 0;
 }
 
+static int do_quota(const char *dev, unsigned int uid)
+{
+	struct fs_disk_quota d;
+
+	memset(&d, 0, sizeof(d));
+	if (quotactl(QCMD(Q_XGETQUOTA, USRQUOTA), dev, uid, (caddr_t)&d))
+		return perror("Q_XGETQUOTA"), 1;
+	printf("%llu\n", (unsigned long long)d.d_bcount / (BS / 512));
+	return 0;
+}
+
+static int do_qlimit(const char *dev, unsigned int uid, uint64_t blocks)
+{
+	struct fs_disk_quota d;
+
+	memset(&d, 0, sizeof(d));
+	d.d_version = FS_DQUOT_VERSION;
+	d.d_id = uid;
+	d.d_flags = FS_USER_QUOTA;
+	d.d_fieldmask = FS_DQ_BHARD;
+	d.d_blk_hardlimit = blocks * (BS / 512);
+	if (quotactl(QCMD(Q_XSETQLIM, USRQUOTA), dev, uid, (caddr_t)&d))
+		return perror("Q_XSETQLIM"), 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -194,6 +225,10 @@ int main(int argc, char **argv)
 					       (t1.tv_nsec - t0.tv_nsec) / 1000000));
 		return err ? 1 : 0;
 	}
+	if (!strcmp(cmd, "quota") && argc == 4)
+		return do_quota(argv[2], atoi(argv[3]));
+	if (!strcmp(cmd, "qlimit") && argc == 5)
+		return do_qlimit(argv[2], atoi(argv[3]), strtoull(argv[4], 0, 0));
 	if (!strcmp(cmd, "crash") && argc == 6)
 		return do_crash(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 	fprintf(stderr, "usage: see the head of kernel-glue/xfs/smoke/sxsmoke.c\n");
