@@ -43,6 +43,7 @@
 #include "xfs_log.h"
 #include "xfs_log_recover.h"
 #include "xfs_ioctl.h"
+#include "xfs_reflink.h"
 #include <linux/file.h>
 #include <linux/fsnotify.h>
 #include <linux/mount.h>
@@ -88,14 +89,20 @@ static struct xfs_mount *xfs_sx_mount(struct sx_host *h)
 struct sx_host *xfs_sx_host(struct xfs_mount *mp)
 {
 	struct sx_host *h = (struct sx_host *)mp->m_sxhost;
-	u32 features = SX_HOST_DEFER_BMAP | SX_HOST_MAP_NBLOCKS | SX_HOST_RECOVERY_LOCKS;
+	u32 features = SX_HOST_MAP_NBLOCKS | SX_HOST_RECOVERY_LOCKS;
 
 	BUILD_BUG_ON(sizeof(struct sx_host) > sizeof(mp->m_sxhost));
 	if (smp_load_acquire(&h->h_ops))
 		return h;
-	/* the SXI needs the log-incompat bit, which needs a V5 superblock */
+	/*
+	 * The SXI needs the log-incompat bit, which needs a V5 superblock.
+	 * XFS itself logs BUIs only on reflink filesystems: the non-atomic
+	 * steps only there (a V4 filesystem gets -EOPNOTSUPP).
+	 */
 	if (xfs_has_crc(mp))
 		features |= SX_HOST_ATOMIC_SWAP;
+	if (xfs_has_reflink(mp))
+		features |= SX_HOST_DEFER_BMAP;
 	h->h_name = mp->m_super->s_id;
 	h->h_features = features;
 	h->h_maxbytes = MAX_LFS_FILESIZE;	/* XFS's s_maxbytes */
@@ -262,7 +269,10 @@ static u64 xfs_sx_max_extents(struct sx_hinode *hi)
 /*
  * Free every block and delayed allocation past EOF, preallocated ones too
  * (xfs_free_eofblocks keeps those): a TO_EOF swap may move that part of the
- * fork inside the size.  Called with IOLOCK and MMAPLOCK held.
+ * fork inside the size.  Drop the CoW fork's staging extents too (after the
+ * flush they hold no data): they belong to the blocks being swapped away,
+ * and a file whose reflink flag the swap clears must have none.  Called
+ * after the flush, with IOLOCK and MMAPLOCK held.
  */
 static int xfs_sx_trim_eof(struct sx_hinode *hi)
 {
@@ -275,6 +285,11 @@ static int xfs_sx_trim_eof(struct sx_hinode *hi)
 	int nmaps = 1;
 	int error;
 
+	if (xfs_inode_has_cow_data(ip)) {
+		error = xfs_reflink_cancel_cow_range(ip, 0, NULLFILEOFF, true);
+		if (error)
+			return error;
+	}
 	if (end_fsb > XFS_MAX_FILEOFF)
 		return 0;
 	lockmode = xfs_ilock_data_map_shared(ip);
@@ -487,11 +502,14 @@ static int xfs_sx_set_reflink(struct sx_htrans *tp, struct sx_hinode *hi, bool o
 
 	if (on && !xfs_has_reflink(ip->i_mount))
 		return -EOPNOTSUPP;
+	/* as xfs_reflink_set_inode_flag: a reflink inode has a CoW fork */
 	if (on)
 		ip->i_diflags2 |= XFS_DIFLAG2_REFLINK;
 	else
 		ip->i_diflags2 &= ~XFS_DIFLAG2_REFLINK;
 	xfs_trans_log_inode(XTP(tp), ip, XFS_ILOG_CORE);
+	if (on)
+		xfs_ifork_init_cow(ip);
 	return 0;
 }
 

@@ -67,6 +67,26 @@ else
 	fail "swap-contents-after-remount: $out"
 fi
 
+# two ranges of one file: blocks 0-15 and 40-55 of g
+sxsmoke write /mnt/g 9 64 1 0 || fail "setup-one-file"
+if out=$(sxsmoke range /mnt/g 0 /mnt/g 40 16) && sxsmoke blk /mnt/g 0 9 40 && sxsmoke blk /mnt/g 15 9 55 &&
+		sxsmoke blk /mnt/g 40 9 0 && sxsmoke blk /mnt/g 55 9 15 && sxsmoke blk /mnt/g 16 9 16 &&
+		sxsmoke blk /mnt/g 39 9 39; then
+	pass "one-file-two-ranges"
+else
+	fail "one-file-two-ranges: $out"
+fi
+# shared blocks: h2 is a clone of h; swap h2 with i
+sxsmoke write /mnt/h 11 16 1 0 && sxsmoke clone /mnt/h /mnt/h2 && sxsmoke write /mnt/i 12 16 1 0 ||
+	fail "setup-reflink"
+if out=$(sxsmoke swap /mnt/h2 /mnt/i) && sxsmoke check /mnt/i 11 16 1 0 &&
+		sxsmoke check /mnt/h2 12 16 1 0 && sxsmoke check /mnt/h 11 16 1 0; then
+	pass "reflinked-extents"
+else
+	fail "reflinked-extents: $out"
+fi
+rm -f /mnt/g /mnt/h /mnt/h2 /mnt/i
+
 # 2. a long swap (every block a piece: N steps) timed whole, then cut
 N=${SMOKE_BLOCKS:-6000}
 sxsmoke write /mnt/e 5 "$N" 2 0 && sxsmoke write /mnt/f 6 "$N" 2 1 || fail "setup-long"

@@ -13,6 +13,10 @@
  *   sxsmoke swap FILE1 FILE2                   FISWAPRANGE of the whole
  *                        files (file2's length) on FILE2 with file1_fd;
  *                        prints the milliseconds it took
+ *   sxsmoke range FILE1 BLK1 FILE2 BLK2 COUNT  FISWAPRANGE of COUNT blocks
+ *   sxsmoke blk FILE BLK ID SRC                exit 0 if block BLK of FILE
+ *                        holds block SRC of file ID
+ *   sxsmoke clone SRC DST                      FICLONE: DST shares SRC's blocks
  *   sxsmoke quota DEV UID                      print UID's block usage (4 KiB
  *                        blocks, Q_XGETQUOTA)
  *   sxsmoke qlimit DEV UID BLOCKS              set UID's hard block limit
@@ -151,6 +155,49 @@ static int swap_files(const char *p1, const char *p2)
 	return 0;
 }
 
+static int do_range(const char *p1, uint64_t b1, const char *p2, uint64_t b2, uint64_t n)
+{
+	int fd1 = open(p1, O_RDWR), fd2 = open(p2, O_RDWR);
+	struct file_swap_range fsr;
+
+	if (fd1 < 0 || fd2 < 0)
+		return perror("open"), 1;
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.file1_fd = fd1;
+	fsr.file1_offset = (int64_t)(b1 * BS);
+	fsr.file2_offset = (int64_t)(b2 * BS);
+	fsr.length = (int64_t)(n * BS);
+	if (ioctl(fd2, FISWAPRANGE, &fsr))
+		return printf("FISWAPRANGE: %s\n", strerror(errno)), 1;
+	close(fd1);
+	return close(fd2);
+}
+
+static int do_blk(const char *path, uint64_t blk, unsigned int id, uint64_t src)
+{
+	uint64_t buf[BS / 8], want[BS / 8];
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || pread(fd, buf, BS, (off_t)(blk * BS)) != BS)
+		return perror(path), 1;
+	tag(want, id, src);
+	if (memcmp(buf, want, BS))
+		return printf("%s: block %llu: word0 %#llx, want %#llx\n", path,
+			      (unsigned long long)blk, (unsigned long long)buf[0],
+			      (unsigned long long)want[0]), 1;
+	return close(fd);
+}
+
+static int do_clone(const char *src, const char *dst)
+{
+	int sfd = open(src, O_RDONLY), dfd = open(dst, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (sfd < 0 || dfd < 0 || ioctl(dfd, FICLONE, sfd) || fsync(dfd))
+		return perror("FICLONE"), 1;
+	close(sfd);
+	return close(dfd);
+}
+
 static int do_crash(const char *p1, const char *p2, unsigned int ms, uint32_t flag)
 {
 	int dfd = open(p2, O_RDONLY), status, err;
@@ -225,6 +272,13 @@ int main(int argc, char **argv)
 					       (t1.tv_nsec - t0.tv_nsec) / 1000000));
 		return err ? 1 : 0;
 	}
+	if (!strcmp(cmd, "range") && argc == 7)
+		return do_range(argv[2], strtoull(argv[3], 0, 0), argv[4], strtoull(argv[5], 0, 0),
+				strtoull(argv[6], 0, 0));
+	if (!strcmp(cmd, "blk") && argc == 6)
+		return do_blk(argv[2], strtoull(argv[3], 0, 0), atoi(argv[4]), strtoull(argv[5], 0, 0));
+	if (!strcmp(cmd, "clone") && argc == 4)
+		return do_clone(argv[2], argv[3]);
 	if (!strcmp(cmd, "quota") && argc == 4)
 		return do_quota(argv[2], atoi(argv[3]));
 	if (!strcmp(cmd, "qlimit") && argc == 5)
