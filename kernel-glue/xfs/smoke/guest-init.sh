@@ -90,8 +90,9 @@ rm -f /mnt/g /mnt/h /mnt/h2 /mnt/i
 # 2. a long swap (every block a piece: N steps) timed whole, then cut
 N=${SMOKE_BLOCKS:-6000}
 sxsmoke write /mnt/e 5 "$N" 2 0 && sxsmoke write /mnt/f 6 "$N" 2 1 || fail "setup-long"
+ext="$(sxsmoke extents /mnt/e) and $(sxsmoke extents /mnt/f) extents"
 if ms=$(sxsmoke swap /mnt/e /mnt/f); then
-	pass "long-swap ($N blocks, $ms ms)"
+	pass "long-swap ($N blocks, $ext, $ms ms)"
 else
 	fail "long-swap: $ms"
 	ms=1000
@@ -99,10 +100,11 @@ fi
 rm -f /mnt/e /mnt/f
 
 round=0
-for cut in ${SMOKE_CUTS:-"20 1" "40 2" "60 1" "80 2"}; do
-	set -- $cut
+set -- ${SMOKE_CUTS:-20 1 40 2 60 1 80 2}
+while [ $# -ge 2 ]; do
 	pct=$1
 	flag=$2
+	shift 2
 	round=$((round + 1))
 	sxsmoke write /mnt/c 3 "$N" 2 0 && sxsmoke write /mnt/d 4 "$N" 2 1 && sync ||
 		fail "setup-crash-$round"

@@ -7,7 +7,9 @@
 # and finished by log recovery, then xfs_repair -n here.
 #
 # usage: smoke.sh BUILD_DIR
-# $SMOKE_BLOCKS (6000): blocks of the long swap's files; $SMOKE_TIMEOUT (300 s).
+# $SMOKE_BLOCKS (6000): blocks of the long swap's files; $SMOKE_CUTS: where
+# to shut down, "PERCENT FLAG ..." pairs (default "20 1 40 2 60 1 80 2": % of
+# the timed swap, 1 log flush, 2 none); $SMOKE_TIMEOUT (300 s).
 # Exit status: 0 all passed, 1 something failed, 77 skipped (the reason is printed).
 
 set -uo pipefail
@@ -59,6 +61,7 @@ cp "$build/xfsmod/xfs.ko" "$root/mods/xfs.ko"
 {
 	echo '#!/bin/busybox sh'
 	echo "export SMOKE_BLOCKS=${SMOKE_BLOCKS:-6000}"
+	[ -z "${SMOKE_CUTS:-}" ] || echo "export SMOKE_CUTS='$SMOKE_CUTS'"
 	tail -n +2 "$srcdir/kernel-glue/xfs/smoke/guest-init.sh"
 } > "$root/init"
 chmod +x "$root/init"

@@ -10,6 +10,7 @@
  *   sxsmoke falloc FILE BLOCK COUNT            preallocate (unwritten)
  *   sxsmoke unwritten FILE BLOCK COUNT         print the unwritten blocks
  *                        FIEMAP reports in the range
+ *   sxsmoke extents FILE                       print FILE's extent count (FIEMAP)
  *   sxsmoke swap FILE1 FILE2                   FISWAPRANGE of the whole
  *                        files (file2's length) on FILE2 with file1_fd;
  *                        prints the milliseconds it took
@@ -137,6 +138,20 @@ static int do_unwritten(const char *path, uint64_t blk, uint64_t n)
 	return close(fd);
 }
 
+static int do_extents(const char *path)
+{
+	struct fiemap fm;
+	int fd = open(path, O_RDONLY);
+
+	memset(&fm, 0, sizeof(fm));
+	fm.fm_length = FIEMAP_MAX_OFFSET;
+	fm.fm_flags = FIEMAP_FLAG_SYNC;
+	if (fd < 0 || ioctl(fd, FS_IOC_FIEMAP, &fm))
+		return perror(path), 1;
+	printf("%u\n", fm.fm_mapped_extents);
+	return close(fd);
+}
+
 static int swap_files(const char *p1, const char *p2)
 {
 	int fd1 = open(p1, O_RDWR), fd2 = open(p2, O_RDWR);
@@ -259,6 +274,8 @@ int main(int argc, char **argv)
 		return do_falloc(argv[2], strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
 	if (!strcmp(cmd, "unwritten") && argc == 5)
 		return do_unwritten(argv[2], strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
+	if (!strcmp(cmd, "extents") && argc == 3)
+		return do_extents(argv[2]);
 	if (!strcmp(cmd, "swap") && argc == 4) {
 		struct timespec t0, t1;
 
