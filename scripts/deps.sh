@@ -82,6 +82,7 @@ need_mount()	{ have_cmd losetup && have_cmd mount && have_cmd findmnt; }
 # the fs/xfs that make xfsmod patches and builds, and patch(1) to patch it
 need_ksource()	{ [ -r /usr/src/linux-source-6.1.tar.xz ]; }
 need_patch()	{ have_cmd patch; }
+need_xz()	{ have_cmd xz; }
 
 NEEDS="
 build make make need_make
@@ -101,6 +102,7 @@ kernel busybox-static static_busybox need_busybox
 kernel cpio cpio need_cpio
 xfsmod linux-source-6.1 Linux_6.1_source need_ksource
 xfsmod patch patch need_patch
+xfsmod xz-utils xz need_xz
 xfs xfsprogs XFS_tools_(mkfs.xfs,_xfs_bmap) need_xfsprogs
 xfs mount losetup_and_mount need_mount
 "
