@@ -47,6 +47,7 @@ if ! out=$(mount -t xfs /dev/vda /mnt 2>&1); then
 	finish
 fi
 pass "mount"
+if out=$(sxsmoke geom /mnt); then pass "geometry-flag-atomic-swap ($out)"; else fail "geometry-flag-atomic-swap: $out"; fi
 
 # 1. one swap: a has 64 written blocks; b only its odd blocks, and its
 #    blocks 0-7 preallocated (4 unwritten blocks among them)

@@ -11,6 +11,8 @@
  *   sxsmoke unwritten FILE BLOCK COUNT         print the unwritten blocks
  *                        FIEMAP reports in the range
  *   sxsmoke extents FILE                       print FILE's extent count (FIEMAP)
+ *   sxsmoke geom FILE                          exit 0 if XFS_IOC_FSGEOMETRY has
+ *                        the patch's XFS_FSOP_GEOM_FLAGS_ATOMIC_SWAP (bit 24)
  *   sxsmoke swap FILE1 FILE2                   FISWAPRANGE of the whole
  *                        files (file2's length) on FILE2 with file1_fd;
  *                        prints the milliseconds it took
@@ -45,6 +47,10 @@
 
 #define BS		4096
 #define GOINGDOWN	_IOR('X', 125, uint32_t)
+/* XFS_IOC_FSGEOMETRY: struct xfs_fsop_geom is 256 bytes, flags at 92 */
+#define FSGEOMETRY	_IOR('X', 126, char[256])
+#define GEOM_FLAGS_OFF	92
+#define GEOM_ATOMIC_SWAP (1u << 24)
 
 static void tag(uint64_t *buf, unsigned int id, uint64_t blk)
 {
@@ -150,6 +156,20 @@ static int do_extents(const char *path)
 		return perror(path), 1;
 	printf("%u\n", fm.fm_mapped_extents);
 	return close(fd);
+}
+
+static int do_geom(const char *path)
+{
+	unsigned char geo[256];
+	uint32_t flags;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || ioctl(fd, FSGEOMETRY, geo))
+		return perror("XFS_IOC_FSGEOMETRY"), 1;
+	memcpy(&flags, geo + GEOM_FLAGS_OFF, sizeof(flags));
+	printf("flags %#x\n", flags);
+	close(fd);
+	return (flags & GEOM_ATOMIC_SWAP) ? 0 : 1;
 }
 
 static int swap_files(const char *p1, const char *p2)
@@ -274,6 +294,8 @@ int main(int argc, char **argv)
 		return do_falloc(argv[2], strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
 	if (!strcmp(cmd, "unwritten") && argc == 5)
 		return do_unwritten(argv[2], strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
+	if (!strcmp(cmd, "geom") && argc == 3)
+		return do_geom(argv[2]);
 	if (!strcmp(cmd, "extents") && argc == 3)
 		return do_extents(argv[2]);
 	if (!strcmp(cmd, "swap") && argc == 4) {
