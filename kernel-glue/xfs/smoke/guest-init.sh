@@ -86,7 +86,17 @@ if out=$(sxsmoke swap /mnt/h2 /mnt/i) && sxsmoke check /mnt/i 11 16 1 0 &&
 else
 	fail "reflinked-extents: $out"
 fi
-rm -f /mnt/g /mnt/h /mnt/h2 /mnt/i
+# TO_EOF with unequal sizes: j is 10 blocks and 100 bytes, k 30 blocks
+sxsmoke write /mnt/j 15 10 1 0 && sxsmoke size /mnt/j 41060 && sxsmoke write /mnt/k 16 30 1 0 ||
+	fail "setup-to-eof"
+if out=$(sxsmoke range /mnt/j 0 /mnt/k 0 0 8) && [ "$(stat -c %s /mnt/j)" = 122880 ] &&
+		[ "$(stat -c %s /mnt/k)" = 41060 ] && sxsmoke blk /mnt/j 0 16 0 && sxsmoke blk /mnt/j 29 16 29 &&
+		sxsmoke blk /mnt/k 9 15 9; then
+	pass "to-eof-unequal-sizes"
+else
+	fail "to-eof-unequal-sizes: $out; sizes $(stat -c %s /mnt/j) $(stat -c %s /mnt/k)"
+fi
+rm -f /mnt/g /mnt/h /mnt/h2 /mnt/i /mnt/j /mnt/k
 
 # 2. a long swap (every block a piece: N steps) timed whole, then cut
 N=${SMOKE_BLOCKS:-6000}

@@ -16,7 +16,9 @@
  *   sxsmoke swap FILE1 FILE2                   FISWAPRANGE of the whole
  *                        files (file2's length) on FILE2 with file1_fd;
  *                        prints the milliseconds it took
- *   sxsmoke range FILE1 BLK1 FILE2 BLK2 COUNT  FISWAPRANGE of COUNT blocks
+ *   sxsmoke range FILE1 BLK1 FILE2 BLK2 COUNT [FLAGS]
+ *                        FISWAPRANGE of COUNT blocks (FLAGS: FILE_SWAP_RANGE_*)
+ *   sxsmoke size FILE BYTES                    truncate FILE to BYTES
  *   sxsmoke blk FILE BLK ID SRC                exit 0 if block BLK of FILE
  *                        holds block SRC of file ID
  *   sxsmoke clone SRC DST                      FICLONE: DST shares SRC's blocks
@@ -190,7 +192,8 @@ static int swap_files(const char *p1, const char *p2)
 	return 0;
 }
 
-static int do_range(const char *p1, uint64_t b1, const char *p2, uint64_t b2, uint64_t n)
+static int do_range(const char *p1, uint64_t b1, const char *p2, uint64_t b2, uint64_t n,
+		    uint64_t flags)
 {
 	int fd1 = open(p1, O_RDWR), fd2 = open(p2, O_RDWR);
 	struct file_swap_range fsr;
@@ -202,6 +205,7 @@ static int do_range(const char *p1, uint64_t b1, const char *p2, uint64_t b2, ui
 	fsr.file1_offset = (int64_t)(b1 * BS);
 	fsr.file2_offset = (int64_t)(b2 * BS);
 	fsr.length = (int64_t)(n * BS);
+	fsr.flags = flags;
 	if (ioctl(fd2, FISWAPRANGE, &fsr))
 		return printf("FISWAPRANGE: %s\n", strerror(errno)), 1;
 	close(fd1);
@@ -311,9 +315,11 @@ int main(int argc, char **argv)
 					       (t1.tv_nsec - t0.tv_nsec) / 1000000));
 		return err ? 1 : 0;
 	}
-	if (!strcmp(cmd, "range") && argc == 7)
+	if (!strcmp(cmd, "range") && (argc == 7 || argc == 8))
 		return do_range(argv[2], strtoull(argv[3], 0, 0), argv[4], strtoull(argv[5], 0, 0),
-				strtoull(argv[6], 0, 0));
+				strtoull(argv[6], 0, 0), argc == 8 ? strtoull(argv[7], 0, 0) : 0);
+	if (!strcmp(cmd, "size") && argc == 4)
+		return truncate(argv[2], strtoll(argv[3], 0, 0)) ? perror(argv[2]), 1 : 0;
 	if (!strcmp(cmd, "blk") && argc == 6)
 		return do_blk(argv[2], strtoull(argv[3], 0, 0), atoi(argv[4]), strtoull(argv[5], 0, 0));
 	if (!strcmp(cmd, "clone") && argc == 4)
