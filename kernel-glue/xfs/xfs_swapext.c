@@ -610,6 +610,16 @@ static u32 xfs_sx_fmode(struct file *file)
 	return mode;
 }
 
+/* A changed file loses its setuid/setgid bits and capabilities. */
+static void xfs_sx_remove_privs(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	inode_lock(inode);
+	file_remove_privs(file);
+	inode_unlock(inode);
+}
+
 /* The request checks the core makes before -EXDEV, for a foreign file1. */
 static int xfs_sx_request_checks(const struct file_swap_range *fsr)
 {
@@ -684,6 +694,10 @@ long xfs_ioc_swap_range(struct file *file2, unsigned int cmd, void __user *arg)
 	if (assist)
 		xlog_drop_incompat_feat(mp->m_log);
 	if (!error) {
+		/* the seed's file_modified(): the times are the core's */
+		xfs_sx_remove_privs(f1.file);
+		if (file_inode(file2) != file_inode(f1.file))
+			xfs_sx_remove_privs(file2);
 		fsnotify_modify(f1.file);
 		if (file2 != f1.file)
 			fsnotify_modify(file2);

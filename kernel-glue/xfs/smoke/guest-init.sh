@@ -59,6 +59,16 @@ if out=$(sxsmoke check /mnt/a 2 64 2 1 && sxsmoke check /mnt/b 1 64 1 0); then
 else
 	fail "swap-contents: $out"
 fi
+# a swap by a user without CAP_FSETID drops setuid and setgid, as a write does
+chown 1000:1000 /mnt/a /mnt/b && chmod 6775 /mnt/b
+if out=$(sxsmoke swapas 1000 /mnt/a /mnt/b) && [ "$(stat -c %a /mnt/b)" = 775 ] &&
+		sxsmoke check /mnt/a 1 64 1 0 && sxsmoke check /mnt/b 2 64 2 1; then
+	pass "setuid-setgid-removed"
+else
+	fail "setuid-setgid-removed: $out; mode $(stat -c %a /mnt/b)"
+fi
+chown 0:0 /mnt/a /mnt/b
+sxsmoke swap /mnt/a /mnt/b > /dev/null || fail "swap-again"
 n=$(sxsmoke unwritten /mnt/a 0 8)
 [ "$n" = 4 ] && pass "unwritten-stays-unwritten" || fail "unwritten-stays-unwritten: $n blocks, want 4"
 umount /mnt && mount -t xfs /dev/vda /mnt || fail "remount"

@@ -16,6 +16,7 @@
  *   sxsmoke swap FILE1 FILE2                   FISWAPRANGE of the whole
  *                        files (file2's length) on FILE2 with file1_fd;
  *                        prints the milliseconds it took
+ *   sxsmoke swapas UID FILE1 FILE2             swap as user UID (no capabilities)
  *   sxsmoke range FILE1 BLK1 FILE2 BLK2 COUNT [FLAGS]
  *                        FISWAPRANGE of COUNT blocks (FLAGS: FILE_SWAP_RANGE_*)
  *   sxsmoke size FILE BYTES                    truncate FILE to BYTES
@@ -300,6 +301,14 @@ int main(int argc, char **argv)
 		return do_unwritten(argv[2], strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
 	if (!strcmp(cmd, "geom") && argc == 3)
 		return do_geom(argv[2]);
+	if (!strcmp(cmd, "swapas") && argc == 5) {
+		if (setgid(atoi(argv[2])) || setuid(atoi(argv[2])))
+			return perror("setuid"), 1;
+		err = swap_files(argv[3], argv[4]);
+		if (err)
+			printf("FISWAPRANGE: %s\n", strerror(-err));
+		return err ? 1 : 0;
+	}
 	if (!strcmp(cmd, "extents") && argc == 3)
 		return do_extents(argv[2]);
 	if (!strcmp(cmd, "swap") && argc == 4) {
