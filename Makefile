@@ -20,6 +20,8 @@
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
 #   make kcheck          the module in Linux 6.1 under qemu; make check runs it
 #                        too when it can (else it says why and counts it skipped)
+#   make xfsmod          build/xfsmod/xfs.ko: Debian's 6.1 XFS with the swap core
+#                        (FISWAPRANGE; kernel-glue/xfs/); exit 77 if it cannot
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make help            everything else
 #
@@ -465,12 +467,18 @@ $(FZ_REPLAY_TEST): $(FZ_REPLAY)
 
 # ---------------------------------------------------------------- kernel module
 
-.PHONY: kmod kcheck
+.PHONY: kmod kcheck xfsmod
 
 # The module: engine/*.c + kernel-glue/*.c (kernel-glue/Kbuild) in $(KMOD_DIR).
 kmod:
 	@$(call DEPS,kernel)
 	@SX_DEBUG=$(DEBUG) bash scripts/kmod.sh build $(KMOD_DIR)
+
+# Linux 6.1's XFS with the swap core and its binding (kernel-glue/xfs/):
+# $(BUILD)/xfsmod/xfs.ko.  Exit 0 also when skipped (the reason is printed).
+xfsmod:
+	@$(call DEPS,xfsmod) || true
+	@bash scripts/xfsmod.sh $(BUILD); rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
 # Boot it: exit 0 also when skipped (the reason is printed).
 kcheck:
@@ -663,6 +671,7 @@ help:
 	@echo "  fuzz-seeds      regenerate tests/fuzz/corpus/ from images the engine makes"
 	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
 	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"
+	@echo "  xfsmod          $(BUILD)/xfsmod/xfs.ko: Linux 6.1's XFS with the swap core (FISWAPRANGE)"
 	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
 	@echo "  deps            install (root) or list missing Debian packages"
 	@echo "  clean           remove $(BUILD)/"

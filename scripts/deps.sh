@@ -12,6 +12,7 @@
 #          kernel    build + Debian's Linux 6.1 headers and image, qemu,
 #                    busybox-static, cpio              (make kmod, kcheck)
 #          xfs       test + xfsprogs, losetup/mount    (make bench-xfs)
+#          xfsmod    kernel + Debian's linux-source-6.1 (make xfsmod)
 #          all       everything, clang included        (default)
 #   --check  never install, only report
 #
@@ -29,8 +30,8 @@ group=all
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) install=0 ;;
-	build|test|coverage|tsan|kernel|xfs|all) group=$1 ;;
-	-h|--help) sed -n '3,23p' "$0"; exit 0 ;;
+	build|test|coverage|tsan|kernel|xfs|xfsmod|all) group=$1 ;;
+	-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
 	*) echo "deps: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -78,6 +79,10 @@ need_busybox()	{ [ -x /bin/busybox ] && ! ldd /bin/busybox > /dev/null 2>&1; }
 need_cpio()	{ have_cmd cpio; }
 need_xfsprogs()	{ have_cmd mkfs.xfs && have_cmd xfs_bmap; }
 need_mount()	{ have_cmd losetup && have_cmd mount && have_cmd findmnt; }
+# the fs/xfs that make xfsmod patches and builds, and patch(1) to patch it
+need_ksource()	{ [ -r /usr/src/linux-source-6.1.tar.xz ]; }
+need_patch()	{ have_cmd patch; }
+need_xz()	{ have_cmd xz; }
 
 NEEDS="
 build make make need_make
@@ -95,6 +100,9 @@ kernel linux-image-amd64 Linux_6.1_kernel_image need_kimage
 kernel qemu-system-x86 qemu-system-x86_64 need_qemu
 kernel busybox-static static_busybox need_busybox
 kernel cpio cpio need_cpio
+xfsmod linux-source-6.1 Linux_6.1_source need_ksource
+xfsmod patch patch need_patch
+xfsmod xz-utils xz need_xz
 xfs xfsprogs XFS_tools_(mkfs.xfs,_xfs_bmap) need_xfsprogs
 xfs mount losetup_and_mount need_mount
 "
@@ -116,7 +124,8 @@ tsan libclang-rt-${clang_major:-14}-dev ThreadSanitizer_runtime need_tsanrt
 in_group() {
 	case "$group:$1" in
 	all:*|coverage:build|coverage:test|coverage:coverage|test:build|test:test|build:build|\
-	tsan:build|tsan:test|tsan:tsan|kernel:build|kernel:kernel|xfs:build|xfs:test|xfs:xfs)
+	tsan:build|tsan:test|tsan:tsan|kernel:build|kernel:kernel|xfs:build|xfs:test|xfs:xfs|\
+	xfsmod:build|xfsmod:kernel|xfsmod:xfsmod)
 		return 0 ;;
 	esac
 	return 1
