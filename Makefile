@@ -20,6 +20,9 @@
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
 #   make kcheck          the module in Linux 6.1 under qemu; make check runs it
 #                        too when it can (else it says why and counts it skipped)
+#   make xfscheck        FISWAPRANGE in the rebuilt XFS module under qemu, and the
+#                        differential scenario against the store; make check
+#                        runs it too when it can (else it says why: skipped)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make help            everything else
 #
@@ -102,6 +105,20 @@ TOOL_LDLIBS	:= -lkmod
 KCHECK		?= 1
 KMOD_DIR	:= $(BUILD)/kmod
 KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
+# The XFS module check (tests/xfs/): XFS_KO is the module it boots (make
+# xfsmod's by default; "stock" boots Debian's, which has no FISWAPRANGE),
+# XFSCHECK=0 leaves it out of make check.  The guest program is linked
+# -static from tests/xfs/ and the sxb files of tests/common/; scen-store
+# runs the same scenario on the store.
+XFSCHECK	?= 1
+XFS_KO		?= $(BUILD)/xfsmod/xfs.ko
+XFSCHECK_BIN	:= $(if $(filter 1,$(XFSCHECK)),$(BUILD)/tests/xfs/xfscheck)
+XC_KO_ABS	:= $(if $(filter stock,$(XFS_KO)),stock,$(abspath $(XFS_KO)))
+XC_GUEST	:= $(BUILD)/tests/xfs/xfscheck-guest
+XC_STORE	:= $(BUILD)/tests/xfs/scen-store
+XC_GUEST_SRCS	:= $(filter-out tests/xfs/scen_store.c,$(wildcard tests/xfs/*.c)) \
+		   tests/common/sxb.c tests/common/sxb_errtab.c tests/common/sxb_swaps.c \
+		   tests/common/sxb_scen.c
 
 # ThreadSanitizer: the compiler (clang; gcc's TSan would do too), its flags,
 # the options every TSan program runs with (user-glue/tsan.supp says what it
@@ -194,7 +211,8 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
 ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
-		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS) $(FZ_ALL_OBJS)
+		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS) $(FZ_ALL_OBJS) \
+		   $(OBJ)/tests/xfs/scen_store.o
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -237,10 +255,12 @@ tests: $(TEST_BINS)
 # Build and run the tests in $(BUILD) without the package check; kcheck and
 # the thread stress under TSan are programs too (each prints "0 passed, 0
 # failed, 1 skipped" and why when it cannot run).
-test: lib tool tests $(KCHECK_BIN) $(TSAN_BIN)
+test: lib tool tests $(KCHECK_BIN) $(XFSCHECK_BIN) $(TSAN_BIN)
 	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
+	@$(if $(XFSCHECK_BIN),XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh --probe $(BUILD) \
+		$(XC_GUEST) $(XC_STORE) || true)
 	@$(if $(TSAN_BIN),bash scripts/tsan.sh probe $(TSAN_CC) || true)
-	@$(RUN_TESTS) $(KCHECK_BIN) $(TSAN_BIN)
+	@$(RUN_TESTS) $(KCHECK_BIN) $(XFSCHECK_BIN) $(TSAN_BIN)
 
 check:
 	@$(call DEPS,test)
@@ -465,7 +485,7 @@ $(FZ_REPLAY_TEST): $(FZ_REPLAY)
 
 # ---------------------------------------------------------------- kernel module
 
-.PHONY: kmod kcheck
+.PHONY: kmod kcheck xfscheck
 
 # The module: engine/*.c + kernel-glue/*.c (kernel-glue/Kbuild) in $(KMOD_DIR).
 kmod:
@@ -477,6 +497,26 @@ kcheck:
 	@$(call DEPS,kernel) || true
 	@$(SUBMAKE) tool
 	@bash tests/kmod/kcheck.sh $(BUILD) $(TOOL); rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+
+# FISWAPRANGE in XFS under qemu: exit 0 also when skipped (the reason is printed).
+xfscheck:
+	@$(call DEPS,kernel) || true
+	@$(SUBMAKE) $(XC_GUEST) $(XC_STORE)
+	@XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh $(BUILD) $(XC_GUEST) $(XC_STORE); \
+		rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+
+# The guest program: libc only, static (the initramfs has no libraries).
+$(XC_GUEST): $(XC_GUEST_SRCS) $(wildcard tests/xfs/*.h) tests/common/sxb.h \
+	     tests/common/fsr_cases.h include/swapext/fsr.h $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC+LD   $@ (static)"
+	@$(CC) -static -std=gnu11 $(WARNFLAGS) -O2 -Iinclude -Itests/common -Itests/xfs \
+		-o $@ $(XC_GUEST_SRCS)
+
+$(XC_STORE): $(OBJ)/tests/xfs/scen_store.o $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
 
 # The install check as a test program of run-tests.sh.
 $(INSTALL_CHECK): tests/install/install-check.sh
@@ -497,6 +537,15 @@ $(BUILD)/tests/kmod/kcheck: tests/kmod/kcheck.sh
 	@mkdir -p $(@D)
 	@printf '%s\n' '#!/bin/sh' \
 		'bash "$(CURDIR)/tests/kmod/kcheck.sh" "$(abspath $(BUILD))" "$(abspath $(TOOL))"' \
+		'rc=$$?; [ $$rc = 77 ] && { echo "0 passed, 0 failed, 1 skipped"; exit 0; }; exit $$rc' > $@
+	@chmod +x $@
+
+# xfscheck as a test program of run-tests.sh: a skip is "1 skipped", not a failure.
+$(BUILD)/tests/xfs/xfscheck: tests/xfs/xfscheck.sh $(XC_GUEST) $(XC_STORE)
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' \
+		'export XFS_KO="$(XC_KO_ABS)"' \
+		'bash "$(CURDIR)/tests/xfs/xfscheck.sh" "$(abspath $(BUILD))" "$(abspath $(XC_GUEST))" "$(abspath $(XC_STORE))"' \
 		'rc=$$?; [ $$rc = 77 ] && { echo "0 passed, 0 failed, 1 skipped"; exit 0; }; exit $$rc' > $@
 	@chmod +x $@
 
@@ -663,6 +712,7 @@ help:
 	@echo "  fuzz-seeds      regenerate tests/fuzz/corpus/ from images the engine makes"
 	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
 	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"
+	@echo "  xfscheck        FISWAPRANGE in XFS_KO=$(XFS_KO) under qemu (XFS_KO=stock: Debian's)"
 	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
 	@echo "  deps            install (root) or list missing Debian packages"
 	@echo "  clean           remove $(BUILD)/"
