@@ -501,6 +501,7 @@ kcheck:
 # FISWAPRANGE in XFS under qemu: exit 0 also when skipped (the reason is printed).
 xfscheck:
 	@$(call DEPS,kernel) || true
+	@$(call DEPS,xfs) || true
 	@$(SUBMAKE) $(XC_GUEST) $(XC_STORE)
 	@XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh $(BUILD) $(XC_GUEST) $(XC_STORE); \
 		rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
