@@ -240,6 +240,26 @@ int sxb_verify(const struct sxb *b, int fd, const struct sxb_model *m, char *msg
 	return 0;
 }
 
+int sxb_verify_diag(const struct sxb *b, int fd, const struct sxb_model *m, char *msg,
+		    size_t len)
+{
+	char again[160];
+	size_t n;
+
+	if (!sxb_verify(b, fd, m, msg, len))
+		return 0;
+	if (!b->drop_caches || b->drop_caches(b->ctx))
+		return -1;
+	n = strlen(msg);
+	if (!sxb_verify(b, fd, m, again, sizeof(again)))
+		snprintf(msg + n, len - n, " (from the disk: right: stale cache)");
+	else if (!strcmp(again, msg))
+		snprintf(msg + n, len - n, " (from the disk: the same)");
+	else
+		snprintf(msg + n, len - n, " (from the disk: %s)", again);
+	return -1;
+}
+
 void sxb_result(struct sxb_report *r, int ok, const char *name, const char *fmt, ...)
 {
 	va_list ap;

@@ -50,6 +50,11 @@ struct sxb {
 	int	(*fstat)(void *ctx, int fd, struct sxb_stat *st);
 	int	(*setflags)(void *ctx, int fd, uint32_t flags);	/* SXB_* */
 	int	(*fsync)(void *ctx, int fd);
+	/*
+	 * optional: write back and drop every cached page, so that reads
+	 * come from the disk (a failed check says whether the cache was stale)
+	 */
+	int	(*drop_caches)(void *ctx);
 	/* a descriptor number that names no open file */
 	int	bad_fd;
 };
@@ -94,6 +99,13 @@ void sxb_model_swap(struct sxb_model *a, uint64_t o1, struct sxb_model *b, uint6
  * difference in @msg
  */
 int sxb_verify(const struct sxb *b, int fd, const struct sxb_model *m, char *msg, size_t len);
+/*
+ * sxb_verify_diag() - sxb_verify(), and on a difference, where the backend
+ * can drop its caches, verify again from the disk and say so in @msg:
+ * "... (from the disk: the same)" or "(from the disk: right: stale cache)"
+ */
+int sxb_verify_diag(const struct sxb *b, int fd, const struct sxb_model *m, char *msg,
+		    size_t len);
 
 /*
  * Results: each test prints "<prefix> PASS name" or "<prefix> FAIL name:

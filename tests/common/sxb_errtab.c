@@ -86,7 +86,7 @@ static void run_case(const struct sxb *b, struct sxb_report *r, const struct fsr
 	struct sxb_model m1, m2;
 	struct file_swap_range fsr, orig;
 	struct sxb_stat st;
-	char msg[160] = "";
+	char msg[320] = "";
 	int fd1 = -1, fd2 = -1, error, ok = 1;
 	int64_t size1 = c->size1 ? c->size1 : FSRC_SIZE;
 	int64_t size2 = c->size2 ? c->size2 : FSRC_SIZE;
@@ -142,9 +142,9 @@ static void run_case(const struct sxb *b, struct sxb_report *r, const struct fsr
 		b->setflags(b->ctx, fd1, 0);
 	if (c->iflags2)
 		b->setflags(b->ctx, fd2, 0);
-	if (ok && sxb_verify(b, fd1, &m1, msg, sizeof(msg)))
+	if (ok && sxb_verify_diag(b, fd1, &m1, msg, sizeof(msg)))
 		ok = 0, memmove(msg + 7, msg, sizeof(msg) - 7), memcpy(msg, "file1: ", 7);
-	if (ok && !c->same && sxb_verify(b, fd2, &m2, msg, sizeof(msg)))
+	if (ok && !c->same && sxb_verify_diag(b, fd2, &m2, msg, sizeof(msg)))
 		ok = 0, memmove(msg + 7, msg, sizeof(msg) - 7), memcpy(msg, "file2: ", 7);
 	msg[sizeof(msg) - 1] = 0;
 	sxb_result(r, ok, c->name, ok ? "%s" : "%s", ok ? sxb_errname(error) : msg);

@@ -20,7 +20,7 @@ struct swt {
 	struct sxb_report	*r;
 	int			fd[NF];
 	struct sxb_model	m[NF];
-	char			msg[200];
+	char			msg[320];
 };
 
 static int open_all(struct swt *t, uint64_t nblk)
@@ -93,11 +93,11 @@ static int set_size(struct swt *t, int i, uint64_t size)
 
 static int verify_all(struct swt *t, const char *when)
 {
-	char m[160];
+	char m[256];
 	int i;
 
 	for (i = 0; i < NF; i++) {
-		if (sxb_verify(t->b, t->fd[i], &t->m[i], m, sizeof(m))) {
+		if (sxb_verify_diag(t->b, t->fd[i], &t->m[i], m, sizeof(m))) {
 			snprintf(t->msg, sizeof(t->msg), "%s: file %d: %s", when, i, m);
 			return -1;
 		}

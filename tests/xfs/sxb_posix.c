@@ -131,6 +131,20 @@ static int px_fsync(void *ctx, int fd)
 	return NEG(fsync(fd));
 }
 
+static int px_drop_caches(void *ctx)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int error = 0;
+
+	sync();
+	if (fd < 0)
+		return -errno;
+	if (write(fd, "3", 1) != 1)
+		error = -errno;
+	close(fd);
+	return error;
+}
+
 void sxb_posix_init(struct sxb *b, struct sxb_posix *px, const char *dir, uint32_t bs)
 {
 	memset(b, 0, sizeof(*b));
@@ -151,6 +165,7 @@ void sxb_posix_init(struct sxb *b, struct sxb_posix *px, const char *dir, uint32
 	b->fstat = px_fstat;
 	b->setflags = px_setflags;
 	b->fsync = px_fsync;
+	b->drop_caches = px_drop_caches;
 	/* above anything the guest program opens */
 	b->bad_fd = 999;
 }
