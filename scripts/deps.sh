@@ -11,7 +11,7 @@
 #                    make check runs the thread stress under it when it can)
 #          kernel    build + Debian's Linux 6.1 headers and image, qemu,
 #                    busybox-static, cpio              (make kmod, kcheck)
-#          xfs       test + xfsprogs, losetup/mount    (make bench-xfs, xfscheck)
+#          xfs       test + xfsprogs, losetup/mount    (make bench-xfs)
 #          all       everything, clang included        (default)
 #   --check  never install, only report
 #
