@@ -9,6 +9,9 @@
 #   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
 #   make faults          the fault loop at every N under ASan (tests/crash/fault_loop.c)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
+#   make xfscheck        FISWAPRANGE in the rebuilt XFS module under qemu, and the
+#                        differential scenario against the store; make check
+#                        runs it too when it can (else it says why: skipped)
 #   make coverage        gcov/lcov report of core/ and engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make fieldfuzz       field fuzzing of golden images under ASan+UBSan (~25 min)
@@ -20,9 +23,6 @@
 #   make kmod            build/kmod/swapext.ko against Debian's 6.1 headers (-Werror)
 #   make kcheck          the module in Linux 6.1 under qemu; make check runs it
 #                        too when it can (else it says why and counts it skipped)
-#   make xfscheck        FISWAPRANGE in the rebuilt XFS module under qemu, and the
-#                        differential scenario against the store; make check
-#                        runs it too when it can (else it says why: skipped)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make help            everything else
 #
@@ -485,7 +485,7 @@ $(FZ_REPLAY_TEST): $(FZ_REPLAY)
 
 # ---------------------------------------------------------------- kernel module
 
-.PHONY: kmod kcheck xfscheck
+.PHONY: kmod kcheck
 
 # The module: engine/*.c + kernel-glue/*.c (kernel-glue/Kbuild) in $(KMOD_DIR).
 kmod:
@@ -499,6 +499,7 @@ kcheck:
 	@bash tests/kmod/kcheck.sh $(BUILD) $(TOOL); rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
 # FISWAPRANGE in XFS under qemu: exit 0 also when skipped (the reason is printed).
+.PHONY: xfscheck
 xfscheck:
 	@$(call DEPS,kernel) || true
 	@$(call DEPS,xfs) || true
@@ -702,6 +703,7 @@ help:
 	@echo "  faults          the fault loop at every N under ASan: each I/O and allocation failing"
 	@echo "  soak            fsx and the seeded tests with fresh seeds for SOAK_SECONDS (now: $(SOAK_SECONDS))"
 	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
+	@echo "  xfscheck        FISWAPRANGE in XFS_KO=$(XFS_KO) under qemu (XFS_KO=stock: Debian's)"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
 	@echo "  fieldfuzz       every field of golden images damaged 8 ways, under ASan+UBSan"
@@ -713,7 +715,6 @@ help:
 	@echo "  fuzz-seeds      regenerate tests/fuzz/corpus/ from images the engine makes"
 	@echo "  kmod            $(KMOD_DIR)/swapext.ko for Debian's Linux 6.1 (KVER=, KDIR= override)"
 	@echo "  kcheck          the module under qemu: selftest, attach, work, shutdown, recovery"
-	@echo "  xfscheck        FISWAPRANGE in XFS_KO=$(XFS_KO) under qemu (XFS_KO=stock: Debian's)"
 	@echo "  install         PREFIX=$(PREFIX) DESTDIR=; uninstall removes the same files"
 	@echo "  deps            install (root) or list missing Debian packages"
 	@echo "  clean           remove $(BUILD)/"
