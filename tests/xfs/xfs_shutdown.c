@@ -68,16 +68,24 @@ static int remount(struct shut *s, char *why, size_t len)
 	return 0;
 }
 
-/* Did the last mount replay a dirty log? */
-static int log_was_dirty(void)
+#define LOG_DIRTY	(1 << 0)	/* the mount replayed a log */
+#define LOG_SWAP	(1 << 1)	/* ... and the module said it recovered a swap */
+
+/* What the last mount's recovery did, from the kernel log. */
+static int log_state(void)
 {
 	char buf[16384];
-	int n = klogctl(3, buf, sizeof(buf) - 1);
+	int n = klogctl(3, buf, sizeof(buf) - 1), state = 0;
 
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	return strstr(buf, "Starting recovery") != NULL;
+	if (strstr(buf, "Starting recovery"))
+		state |= LOG_DIRTY;
+	/* kernel-glue/xfs's message for an unfinished swap intent */
+	if (strstr(buf, "recovering a swap"))
+		state |= LOG_SWAP;
+	return state;
 }
 
 static int open2(struct shut *s, int fd[2])
@@ -202,7 +210,7 @@ void xc_shutdown_run(struct sxb_report *r, const char *dev, const char *mnt, uin
 	struct shut s;
 	char why[256], name[64];
 	uint64_t t0, tswap;
-	uint32_t p, recovered = 0, dirty = 0, returned = 0, nnew = 0, nold = 0;
+	uint32_t p, recovered = 0, dirty = 0, intents = 0, returned = 0, nnew = 0, nold = 0;
 	int fd[2], error, state;
 
 	memset(&s, 0, sizeof(s));
@@ -241,7 +249,7 @@ void xc_shutdown_run(struct sxb_report *r, const char *dev, const char *mnt, uin
 				  XFS_FSOP_GOING_FLAGS_LOGFLUSH;
 		/* across the chain, a few just before it starts and after it ends */
 		uint64_t delay = tswap * (p + 1) / (npoints - npoints / 10);
-		int was_dirty, err = 0, mfd;
+		int was_dirty, logst, err = 0, mfd;
 		pid_t pid;
 
 		snprintf(name, sizeof(name), "shutdown-point-%02u (%s, %.1f ms)", p,
@@ -271,7 +279,9 @@ void xc_shutdown_run(struct sxb_report *r, const char *dev, const char *mnt, uin
 			sxb_result(r, 0, name, "%s", why);
 			return;
 		}
-		was_dirty = log_was_dirty();
+		logst = log_state();
+		was_dirty = !!(logst & LOG_DIRTY);
+		intents += !!(logst & LOG_SWAP);
 		state = classify(&s, why, sizeof(why));
 		if (state < 0) {
 			sxb_result(r, 0, name, "swap %s; %s", sxb_errname(err), why);
@@ -294,11 +304,13 @@ void xc_shutdown_run(struct sxb_report *r, const char *dev, const char *mnt, uin
 			sxb_result(r, 0, name, "the swap returned but the flushed log lost it");
 		else
 			sxb_result(r, 1, name, "swap %s, log %s, files %s", sxb_errname(err),
+				   logst & LOG_SWAP ? "replayed, a swap recovered" :
 				   was_dirty ? "replayed" : "clean", state ? "new" : "old");
 	}
-	printf("XFSCHECK-INFO shutdown: %u points, %u with a dirty log, %u recovered a chain "
-	       "(swap cut short, files new), %u swaps had returned; files old %u, new %u\n",
-	       npoints, dirty, recovered, returned, nold, nnew);
+	printf("XFSCHECK-INFO shutdown: %u points, %u with a dirty log, %u with a swap intent "
+	       "recovered (kernel log), %u recovered a chain (swap cut short, files new), %u "
+	       "swaps had returned; files old %u, new %u\n",
+	       npoints, dirty, intents, recovered, returned, nold, nnew);
 	sxb_result(r, recovered > 0, "shutdown-recovered-a-chain", "%u of %u points", recovered,
 		   npoints);
 	sxb_model_free(&s.m[0]);
