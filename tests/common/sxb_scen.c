@@ -154,7 +154,10 @@ static void op_clone(struct scen *s, int dst, int src)
 	soff = below(s, sb);
 	len = 1 + below(s, sb - soff);
 	doff = below(s, db + 1);
-	if (doff + len > MAXB)
+	/* TO_EOF swaps can carry a file past MAXB: no clone lands there */
+	if (doff >= MAXB)
+		len = 0;
+	else if (doff + len > MAXB)
 		len = MAXB - doff;
 	if (!len) {
 		fprintf(s->out, "clone d%d d%d nothing", dst, src);

@@ -28,7 +28,7 @@
 # swap test then fails with ENOTTY, which is how the harness itself is
 # tried without the rebuilt module.
 # XFSCHECK_EXTENTS (10000), XFSCHECK_POINTS (56), XFSCHECK_CHAIN (1000
-# extents a side in the shutdown loop), XFSCHECK_SEED, XFSCHECK_OPS: sizes.
+# extents a side in the shutdown loop), XFSCHECK_SEED (20261205), XFSCHECK_OPS (1000): sizes.
 
 set -uo pipefail
 
@@ -46,7 +46,7 @@ extents=${XFSCHECK_EXTENTS:-10000}
 points=${XFSCHECK_POINTS:-56}
 chain=${XFSCHECK_CHAIN:-1000}
 seed=${XFSCHECK_SEED:-20261205}
-ops=${XFSCHECK_OPS:-400}
+ops=${XFSCHECK_OPS:-1000}
 bs=4096
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
