@@ -15,7 +15,11 @@
 #include <linux/fs.h>
 #include "sxb_posix.h"
 
-#define NEG(x)	((x) < 0 ? -errno : (x))
+/* A call's result as the store gives it: 0 or -errno (a function: the call runs once) */
+static int neg(int ret)
+{
+	return ret < 0 ? -errno : ret;
+}
 
 static int px_create(void *ctx, const char *name, int *fd)
 {
@@ -29,7 +33,7 @@ static int px_create(void *ctx, const char *name, int *fd)
 
 static int px_close(void *ctx, int fd)
 {
-	return NEG(close(fd));
+	return neg(close(fd));
 }
 
 static int px_unlink(void *ctx, const char *name)
@@ -38,7 +42,7 @@ static int px_unlink(void *ctx, const char *name)
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", px->dir, name);
-	return NEG(unlink(path));
+	return neg(unlink(path));
 }
 
 static int64_t px_pwrite(void *ctx, int fd, const void *buf, uint64_t len, uint64_t off)
@@ -67,17 +71,17 @@ static int64_t px_pread(void *ctx, int fd, void *buf, uint64_t len, uint64_t off
 
 static int px_truncate(void *ctx, int fd, uint64_t size)
 {
-	return NEG(ftruncate(fd, (off_t)size));
+	return neg(ftruncate(fd, (off_t)size));
 }
 
 static int px_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
 {
-	return NEG(fallocate(fd, 0, (off_t)off, (off_t)len));
+	return neg(fallocate(fd, 0, (off_t)off, (off_t)len));
 }
 
 static int px_punch(void *ctx, int fd, uint64_t off, uint64_t len)
 {
-	return NEG(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+	return neg(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
 			     (off_t)len));
 }
 
@@ -88,12 +92,12 @@ static int px_clone_range(void *ctx, int dst, uint64_t doff, int src, uint64_t s
 		.src_fd = src, .src_offset = soff, .src_length = len, .dest_offset = doff,
 	};
 
-	return NEG(ioctl(dst, FICLONERANGE, &fcr));
+	return neg(ioctl(dst, FICLONERANGE, &fcr));
 }
 
 static int px_swap(void *ctx, int fd2, struct file_swap_range *fsr)
 {
-	return NEG(ioctl(fd2, FISWAPRANGE, fsr));
+	return neg(ioctl(fd2, FISWAPRANGE, fsr));
 }
 
 static int px_fstat(void *ctx, int fd, struct sxb_stat *out)
@@ -123,12 +127,12 @@ static int px_setflags(void *ctx, int fd, uint32_t flags)
 		f |= FS_IMMUTABLE_FL;
 	if (flags & SXB_APPEND)
 		f |= FS_APPEND_FL;
-	return NEG(ioctl(fd, FS_IOC_SETFLAGS, &f));
+	return neg(ioctl(fd, FS_IOC_SETFLAGS, &f));
 }
 
 static int px_fsync(void *ctx, int fd)
 {
-	return NEG(fsync(fd));
+	return neg(fsync(fd));
 }
 
 static int px_drop_caches(void *ctx)
