@@ -233,6 +233,39 @@ static int t_shared(struct swt *t)
 	return 0;
 }
 
+/*
+ * A write into shared blocks that has not reached the disk when the swap
+ * runs, and a swap of another range of the same file: the write must
+ * still copy on write when it is written back, leaving the clone as it
+ * was.  Read from the disk where the backend can drop its caches.  Found
+ * by the differential scenario (seed 20261205, operations 135-171) on XFS
+ * with the module of xfs-bind at 4fc7d86: the written data landed in the
+ * clone's block and the file read zeroes there.
+ */
+static int t_cow_write_then_swap(struct swt *t)
+{
+	int error;
+
+	if (wr(t, 0, 0, 16, 1, 1) || wr(t, 1, 0, 16, 1, 1) || t->b->fsync(t->b->ctx, t->fd[0]))
+		return -1;
+	error = t->b->clone_range(t->b->ctx, t->fd[2], 0, t->fd[0], 0, 16 * t->b->bs);
+	if (error) {
+		snprintf(t->msg, sizeof(t->msg), "clone: %s", sxb_errname(error));
+		return -1;
+	}
+	sxb_model_copy(&t->m[2], &t->m[0]);
+	/* into shared blocks, not written back */
+	if (wr(t, 0, 4, 3, 1, 2))
+		return -1;
+	if (swapm(t, 0, 10, 1, 10, 6, 0) || verify_all(t, "swapped"))
+		return -1;
+	if (t->b->drop_caches && t->b->drop_caches(t->b->ctx)) {
+		snprintf(t->msg, sizeof(t->msg), "drop_caches failed");
+		return -1;
+	}
+	return verify_all(t, "from the disk");
+}
+
 static int t_one_file(struct swt *t)
 {
 	if (wr(t, 0, 0, 60, 1, 1))
@@ -305,6 +338,7 @@ int sxb_swaps_run(const struct sxb *b, struct sxb_report *r, uint64_t big)
 		{ "swap-1-extent", t_one_extent },
 		{ "swap-64-extents-holes-unwritten", t_64_extents },
 		{ "swap-shared-extents", t_shared },
+		{ "swap-after-unflushed-cow-write", t_cow_write_then_swap },
 		{ "swap-two-ranges-of-one-file", t_one_file },
 		{ "swap-to-eof-unequal-sizes", t_to_eof },
 	};
