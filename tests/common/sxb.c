@@ -262,21 +262,23 @@ int sxb_verify_diag(const struct sxb *b, int fd, const struct sxb_model *m, char
 
 void sxb_result(struct sxb_report *r, int ok, const char *name, const char *fmt, ...)
 {
+	char why[512] = "";
 	va_list ap;
 
 	if (ok)
 		r->passed++;
 	else
 		r->failed++;
-	fprintf(r->out, "%s %s %s", r->prefix, ok ? "PASS" : "FAIL", name);
-	if (fmt && *fmt) {
-		fputs(ok ? " (" : ": ", r->out);
+	if (fmt) {
 		va_start(ap, fmt);
-		vfprintf(r->out, fmt, ap);
+		vsnprintf(why, sizeof(why), fmt, ap);
 		va_end(ap);
-		if (ok)
-			fputc(')', r->out);
 	}
-	fputc('\n', r->out);
+	/* "name (detail)" on a pass, "name: why" on a failure, the name alone if nothing */
+	if (!why[0])
+		fprintf(r->out, "%s %s %s\n", r->prefix, ok ? "PASS" : "FAIL", name);
+	else
+		fprintf(r->out, "%s %s %s%s%s%s\n", r->prefix, ok ? "PASS" : "FAIL", name,
+			ok ? " (" : ": ", why, ok ? ")" : "");
 	fflush(r->out);
 }
