@@ -9,6 +9,9 @@
 #   make crash-huge      the 100,000-extent swap cut at 1,000 + 500 writes (~35 min)
 #   make faults          the fault loop at every N under ASan (tests/crash/fault_loop.c)
 #   make bench-xfs       (root) swapext's swap next to XFS_IOC_EXCHANGE_RANGE
+#   make xfscheck        FISWAPRANGE in the rebuilt XFS module under qemu, and the
+#                        differential scenario against the store; make check
+#                        runs it too when it can (else it says why: skipped)
 #   make coverage        gcov/lcov report of core/ and engine/ under build/coverage/
 #   make asan | ubsan    the tests under AddressSanitizer / UBSan
 #   make fieldfuzz       field fuzzing of golden images under ASan+UBSan (~25 min)
@@ -104,6 +107,20 @@ TOOL_LDLIBS	:= -lkmod
 KCHECK		?= 1
 KMOD_DIR	:= $(BUILD)/kmod
 KCHECK_BIN	:= $(if $(filter 1,$(KCHECK)),$(BUILD)/tests/kmod/kcheck)
+# The XFS module check (tests/xfs/): XFS_KO is the module it boots (make
+# xfsmod's by default; "stock" boots Debian's, which has no FISWAPRANGE),
+# XFSCHECK=0 leaves it out of make check.  The guest program is linked
+# -static from tests/xfs/ and the sxb files of tests/common/; scen-store
+# runs the same scenario on the store.
+XFSCHECK	?= 1
+XFS_KO		?= $(BUILD)/xfsmod/xfs.ko
+XFSCHECK_BIN	:= $(if $(filter 1,$(XFSCHECK)),$(BUILD)/tests/xfs/xfscheck)
+XC_KO_ABS	:= $(if $(filter stock,$(XFS_KO)),stock,$(abspath $(XFS_KO)))
+XC_GUEST	:= $(BUILD)/tests/xfs/xfscheck-guest
+XC_STORE	:= $(BUILD)/tests/xfs/scen-store
+XC_GUEST_SRCS	:= $(filter-out tests/xfs/scen_store.c,$(wildcard tests/xfs/*.c)) \
+		   tests/common/sxb.c tests/common/sxb_errtab.c tests/common/sxb_swaps.c \
+		   tests/common/sxb_scen.c
 
 # ThreadSanitizer: the compiler (clang; gcc's TSan would do too), its flags,
 # the options every TSan program runs with (user-glue/tsan.supp says what it
@@ -196,7 +213,8 @@ PORT_CFLAGS	:= -ffreestanding -fno-builtin -Wvla -Wframe-larger-than=2048 \
 			   2>/dev/null && echo -mgeneral-regs-only)
 
 ALL_OBJS	:= $(LIB_OBJS) $(TOOL_OBJS) $(COMMON_OBJS) $(UNIT_OBJS) $(CRASH_OBJS) \
-		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS) $(FZ_ALL_OBJS)
+		   $(STRESS_OBJS) $(BENCH_OBJS) $(FFZ_OBJS) $(FZ_ALL_OBJS) \
+		   $(OBJ)/tests/xfs/scen_store.o
 
 # Rebuild everything when the compiler or flags change (git's GIT-CFLAGS trick).
 FLAGS_STAMP	:= $(BUILD)/.flags
@@ -239,10 +257,12 @@ tests: $(TEST_BINS)
 # Build and run the tests in $(BUILD) without the package check; kcheck and
 # the thread stress under TSan are programs too (each prints "0 passed, 0
 # failed, 1 skipped" and why when it cannot run).
-test: lib tool tests $(KCHECK_BIN) $(TSAN_BIN)
+test: lib tool tests $(KCHECK_BIN) $(XFSCHECK_BIN) $(TSAN_BIN)
 	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
+	@$(if $(XFSCHECK_BIN),XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh --probe $(BUILD) \
+		$(XC_GUEST) $(XC_STORE) || true)
 	@$(if $(TSAN_BIN),bash scripts/tsan.sh probe $(TSAN_CC) || true)
-	@$(RUN_TESTS) $(KCHECK_BIN) $(TSAN_BIN)
+	@$(RUN_TESTS) $(KCHECK_BIN) $(XFSCHECK_BIN) $(TSAN_BIN)
 
 check:
 	@$(call DEPS,test)
@@ -486,6 +506,28 @@ kcheck:
 	@$(SUBMAKE) tool
 	@bash tests/kmod/kcheck.sh $(BUILD) $(TOOL); rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
+# FISWAPRANGE in XFS under qemu: exit 0 also when skipped (the reason is printed).
+.PHONY: xfscheck
+xfscheck:
+	@$(call DEPS,kernel) || true
+	@$(call DEPS,xfs) || true
+	@$(SUBMAKE) $(XC_GUEST) $(XC_STORE)
+	@XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh $(BUILD) $(XC_GUEST) $(XC_STORE); \
+		rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+
+# The guest program: libc only, static (the initramfs has no libraries).
+$(XC_GUEST): $(XC_GUEST_SRCS) $(wildcard tests/xfs/*.h) tests/common/sxb.h \
+	     tests/common/fsr_cases.h include/swapext/fsr.h $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC+LD   $@ (static)"
+	@$(CC) -static -std=gnu11 $(WARNFLAGS) -O2 -Iinclude -Itests/common -Itests/xfs \
+		-o $@ $(XC_GUEST_SRCS)
+
+$(XC_STORE): $(OBJ)/tests/xfs/scen_store.o $(COMMON_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $< $(COMMON_OBJS) $(LIBA) $(TEST_LDLIBS)
+
 # The install check as a test program of run-tests.sh.
 $(INSTALL_CHECK): tests/install/install-check.sh
 	@mkdir -p $(@D)
@@ -505,6 +547,15 @@ $(BUILD)/tests/kmod/kcheck: tests/kmod/kcheck.sh
 	@mkdir -p $(@D)
 	@printf '%s\n' '#!/bin/sh' \
 		'bash "$(CURDIR)/tests/kmod/kcheck.sh" "$(abspath $(BUILD))" "$(abspath $(TOOL))"' \
+		'rc=$$?; [ $$rc = 77 ] && { echo "0 passed, 0 failed, 1 skipped"; exit 0; }; exit $$rc' > $@
+	@chmod +x $@
+
+# xfscheck as a test program of run-tests.sh: a skip is "1 skipped", not a failure.
+$(BUILD)/tests/xfs/xfscheck: tests/xfs/xfscheck.sh $(XC_GUEST) $(XC_STORE)
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' \
+		'export XFS_KO="$(XC_KO_ABS)"' \
+		'bash "$(CURDIR)/tests/xfs/xfscheck.sh" "$(abspath $(BUILD))" "$(abspath $(XC_GUEST))" "$(abspath $(XC_STORE))"' \
 		'rc=$$?; [ $$rc = 77 ] && { echo "0 passed, 0 failed, 1 skipped"; exit 0; }; exit $$rc' > $@
 	@chmod +x $@
 
@@ -660,6 +711,7 @@ help:
 	@echo "  faults          the fault loop at every N under ASan: each I/O and allocation failing"
 	@echo "  soak            fsx and the seeded tests with fresh seeds for SOAK_SECONDS (now: $(SOAK_SECONDS))"
 	@echo "  bench, bench-xfs benchmarks; bench-xfs (root) runs XFS_IOC_EXCHANGE_RANGE on a loop device"
+	@echo "  xfscheck        FISWAPRANGE in XFS_KO=$(XFS_KO) under qemu (XFS_KO=stock: Debian's)"
 	@echo "  coverage        tests built with --coverage in $(COV_BUILD); HTML in $(COV_HTML)"
 	@echo "  asan, ubsan     tests under sanitizers in $(BUILD)/asan, $(BUILD)/ubsan"
 	@echo "  fieldfuzz       every field of golden images damaged 8 ways, under ASan+UBSan"
