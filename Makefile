@@ -259,7 +259,7 @@ tests: $(TEST_BINS)
 # failed, 1 skipped" and why when it cannot run).
 test: lib tool tests $(KCHECK_BIN) $(XFSCHECK_BIN) $(TSAN_BIN)
 	@$(if $(KCHECK_BIN),bash tests/kmod/kcheck.sh --probe $(BUILD) $(TOOL) || true)
-	@$(if $(XFSCHECK_BIN),XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh --probe $(BUILD) \
+	@$(if $(XFSCHECK_BIN),XFS_KO='$(XC_KO_ABS)' bash tests/xfs/xfscheck.sh --probe $(BUILD) \
 		$(XC_GUEST) $(XC_STORE) || true)
 	@$(if $(TSAN_BIN),bash scripts/tsan.sh probe $(TSAN_CC) || true)
 	@$(RUN_TESTS) $(KCHECK_BIN) $(XFSCHECK_BIN) $(TSAN_BIN)
@@ -512,7 +512,7 @@ xfscheck:
 	@$(call DEPS,kernel) || true
 	@$(call DEPS,xfs) || true
 	@$(SUBMAKE) $(XC_GUEST) $(XC_STORE)
-	@XFS_KO='$(XFS_KO)' bash tests/xfs/xfscheck.sh $(BUILD) $(XC_GUEST) $(XC_STORE); \
+	@XFS_KO='$(XC_KO_ABS)' bash tests/xfs/xfscheck.sh $(BUILD) $(XC_GUEST) $(XC_STORE); \
 		rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
 # The guest program: libc only, static (the initramfs has no libraries).

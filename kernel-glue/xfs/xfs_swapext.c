@@ -198,10 +198,14 @@ static void xfs_sx_unlock_two(struct sx_hinode *hi1, struct sx_hinode *hi2)
 }
 
 /*
- * Write back and drop the page cache from the range's first block to EOF
- * and wait for direct I/O: past the range too, so that no delayed
- * allocation is left where the estimate looks for mappings beyond it.
- * Writeback ends after XFS's ioend work (CoW remap, unwritten conversion).
+ * Write back the whole file and wait for direct I/O, then drop the page
+ * cache from the range's first block to EOF: past the range too, so that
+ * no delayed allocation is left where the estimate looks for mappings
+ * beyond it.  Writeback ends after XFS's ioend work (CoW remap, unwritten
+ * conversion).  The part before the range is written back as well because
+ * ho_trim_eof then drops the whole CoW fork: a dirty page over shared
+ * blocks whose CoW reservation went would be written in place, into the
+ * blocks its file shares.
  */
 static int xfs_sx_flush_range(struct sx_hinode *hi, s64 off, s64 len)
 {
@@ -212,7 +216,7 @@ static int xfs_sx_flush_range(struct sx_hinode *hi, s64 off, s64 len)
 	int error;
 
 	inode_dio_wait(inode);
-	error = filemap_write_and_wait_range(inode->i_mapping, start, LLONG_MAX);
+	error = filemap_write_and_wait_range(inode->i_mapping, 0, LLONG_MAX);
 	if (error)
 		return error;
 	truncate_pagecache_range(inode, start, LLONG_MAX);
@@ -270,7 +274,8 @@ static u64 xfs_sx_max_extents(struct sx_hinode *hi)
  * Free every block and delayed allocation past EOF, preallocated ones too
  * (xfs_free_eofblocks keeps those): a TO_EOF swap may move that part of the
  * fork inside the size.  Drop the CoW fork's staging extents too (after the
- * flush they hold no data): they belong to the blocks being swapped away,
+ * whole-file flush they hold no data): they belong to the blocks being
+ * swapped away,
  * and a file whose reflink flag the swap clears must have none.  Called
  * after the flush, with IOLOCK and MMAPLOCK held.
  */
