@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The checker and the log printer on devices that do not match the
+ * filesystem on them: sector sizes no superblock code handles, a sector
+ * size other than mkfs's, sectors larger than the blocks (so that the
+ * second superblock copy is not on a sector boundary), devices whose reads
+ * fail with an error other than -EIO, and devices without the operations
+ * they need.  Each gets its exact
+ * report and return value.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sxcrash.h"
+#include "mount.h"
+#include "check.h"
+
+#define MIB		(1ull << 20)
+
+/* A new memory device of @size bytes and @sectsize sectors holding @src's first bytes. */
+static struct sx_bdev *rehome(struct sx_bdev *src, u64 size, u32 sectsize)
+{
+	struct sx_bdev *bd;
+	u64 off, n = sx_min(size, src->bd_size);
+	u8 *buf = malloc(MIB);
+
+	assert_non_null(buf);
+	assert_int_equal(sx_memdev_create(size, sectsize, &bd), 0);
+	for (off = 0; off < n; off += MIB) {
+		u32 len = (u32)sx_min((u64)MIB, n - off);
+
+		sxt_bdev_peek(src, off, buf, len);
+		sxt_bdev_poke(bd, off, buf, len);
+	}
+	free(buf);
+	return bd;
+}
+
+/* Run the checker; its return value, the problems in *@problems, the report in @r. */
+static int check(struct sx_bdev *bd, struct sxt_text *r, u64 *problems)
+{
+	int error;
+
+	memset(r, 0, sizeof(*r));
+	error = sx_check(bd, sxt_text_line, r, problems);
+	if (getenv("SX_TEST_VERBOSE") && r->text)
+		fputs(r->text, stderr);
+	/* every problem is one report line */
+	assert_int_equal(*problems, r->problem_lines);
+	return error;
+}
+
+/* Run the log printer; its return value, the output in @o. */
+static int logprint(struct sx_bdev *bd, struct sxt_text *o)
+{
+	int error;
+
+	memset(o, 0, sizeof(*o));
+	error = sx_logprint(bd, sxt_text_line, o);
+	if (getenv("SX_TEST_VERBOSE") && o->text)
+		fputs(o->text, stderr);
+	return error;
+}
+
+/*
+ * A sector size that is not a power of two, or larger than any block: the
+ * checker refuses the device with -EINVAL in one problem, the printer says
+ * there is no superblock it can read.
+ */
+static void test_sector_size_unsupported(void **state)
+{
+	static const u32 bad[] = { 768, 2 * SX_MAX_BLOCKSIZE };
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sxt_text r;
+	char want[128];
+	u64 problems;
+	u32 i, ss = bd->bd_sectsize;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		bd->bd_sectsize = bad[i];
+		assert_int_equal(check(bd, &r, &problems), -EINVAL);
+		assert_int_equal(problems, 1);
+		snprintf(want, sizeof(want), "problem: device sector size %u is not supported\n",
+			 bad[i]);
+		assert_string_equal(r.text, want);
+		sxt_text_free(&r);
+
+		assert_int_equal(logprint(bd, &r), -EINVAL);
+		assert_string_equal(r.text, "no valid superblock: invalid request (-22)\n");
+		sxt_text_free(&r);
+	}
+	bd->bd_sectsize = ss;
+	sx_bdev_destroy(bd);
+}
+
+/* Sectors of 4 KiB under a filesystem made on 512-byte ones: only a note. */
+static void test_sector_size_differs(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0), *bd = rehome(fs, 8 * MIB, 4096);
+	struct sxt_text r;
+	u64 problems;
+
+	assert_int_equal(check(bd, &r, &problems), 0);
+	assert_int_equal(problems, 0);
+	assert_true(sxt_text_has(&r, "note: device sector size 4096 differs from the 512 recorded at mkfs\n"));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(fs);
+}
+
+/*
+ * 1 KiB blocks on 4 KiB sectors with the primary copy damaged: the second
+ * copy, at byte 1024, cannot be read on its own, and the checker says why
+ * rather than that it is bad.  (With the primary intact the sectors are
+ * refused as larger than the blocks.)
+ */
+static void test_copy1_off_sector(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 1024, 0), *bd = rehome(fs, 8 * MIB, 4096);
+	struct sxt_text r;
+	u64 problems;
+	u8 b;
+
+	sxt_bdev_peek(bd, 200, &b, 1);
+	b ^= 0x10;
+	sxt_bdev_poke(bd, 200, &b, 1);
+	assert_int_equal(check(bd, &r, &problems), 0);
+	assert_int_equal(problems, 3);
+	assert_true(sxt_text_has(&r, "problem: superblock copy 0 (byte 0): bad CRC: stored 0x"));
+	assert_true(sxt_text_has(&r, "problem: superblock copy 1: byte 1024 is not on a sector boundary\n"));
+	assert_true(sxt_text_has(&r, "problem: no valid superblock copy at any block-size offset: nothing else can be checked\n"));
+	sxt_text_free(&r);
+
+	assert_true(logprint(bd, &r) < 0);
+	assert_true(sxt_text_has(&r, "no valid superblock: bad CRC ("));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(fs);
+}
+
+/* The log printer on sectors larger than the blocks: -EINVAL, and why. */
+static void test_logprint_big_sectors(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 1024, 0), *bd = rehome(fs, 8 * MIB, 4096);
+	struct sxt_text o;
+
+	assert_int_equal(logprint(bd, &o), -EINVAL);
+	assert_true(sxt_text_has(&o, "device sector size 4096 is larger than the block size 1024\n"));
+	sxt_text_free(&o);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(fs);
+}
+
+/*
+ * Reads that fail with something other than -EIO (a device gone, a request
+ * the device refuses): the checker cannot read a superblock and returns
+ * that error, naming it.
+ */
+static void test_read_errnos(void **state)
+{
+	static const struct { int error; const char *line; } cases[] = {
+		{ -ENXIO, "problem: superblock: cannot read: error (-6)\n" },
+		{ -EINVAL, "problem: superblock: cannot read: invalid request (-22)\n" },
+		{ -ENOMEM, "problem: superblock: cannot read: out of memory (-12)\n" },
+	};
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0), *bd;
+	struct sx_crashdev *cd;
+	struct sxt_text r;
+	u64 problems;
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		assert_int_equal(sx_crashdev_create(fs, 1, &bd, &cd), 0);
+		sx_crashdev_fail(cd, SX_IO_READ, 1, true, cases[i].error);
+		assert_int_equal(check(bd, &r, &problems), cases[i].error);
+		assert_int_equal(problems, 1);
+		assert_string_equal(r.text, cases[i].line);
+		sxt_text_free(&r);
+		sx_bdev_destroy(bd);
+	}
+	sx_bdev_destroy(fs);
+}
+
+/* A device without operations, or without read, and a printer without output. */
+static void test_bad_devices(void **state)
+{
+	static const struct sx_bdev_ops no_read = { 0 };
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_bdev bd = *fs;
+	struct sxt_text r;
+	u64 problems = 7;
+
+	memset(&r, 0, sizeof(r));
+	bd.bd_ops = NULL;
+	assert_int_equal(sx_check(&bd, sxt_text_line, &r, &problems), -EINVAL);
+	assert_int_equal(problems, 0);
+	assert_int_equal(sx_logprint(&bd, sxt_text_line, &r), -EINVAL);
+	bd.bd_ops = &no_read;
+	assert_int_equal(sx_check(&bd, sxt_text_line, &r, &problems), -EINVAL);
+	assert_int_equal(sx_logprint(&bd, sxt_text_line, &r), -EINVAL);
+	/* refused before a word is said */
+	assert_null(r.text);
+	assert_int_equal(sx_logprint(fs, NULL, NULL), -EINVAL);
+	sx_bdev_destroy(fs);
+}
+
+/* The offline mount: read-only, named "offline" when no name is given. */
+static void test_offline_mount(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sx_offline_mount_alloc(fs, NULL);
+
+	assert_non_null(mp);
+	assert_string_equal(mp->m_name, "offline");
+	assert_ptr_equal(mp->m_bdev, fs);
+	assert_int_equal(mp->m_flags, SX_MF_RDONLY);
+	sx_offline_mount_free(mp);
+	sx_offline_mount_free(NULL);
+	mp = sx_offline_mount_alloc(fs, "named");
+	assert_non_null(mp);
+	assert_string_equal(mp->m_name, "named");
+	sx_offline_mount_free(mp);
+	sx_bdev_destroy(fs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sector_size_unsupported),
+		cmocka_unit_test(test_sector_size_differs),
+		cmocka_unit_test(test_copy1_off_sector),
+		cmocka_unit_test(test_logprint_big_sectors),
+		cmocka_unit_test(test_read_errnos),
+		cmocka_unit_test(test_bad_devices),
+		cmocka_unit_test(test_offline_mount),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
