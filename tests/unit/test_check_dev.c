@@ -3,10 +3,10 @@
  * The checker and the log printer on devices that do not match the
  * filesystem on them: sector sizes no superblock code handles, a sector
  * size other than mkfs's, sectors larger than the blocks (so that the
- * second superblock copy is not on a sector boundary), devices whose reads
- * fail with an error other than -EIO, and devices without the operations
- * they need.  Each gets its exact
- * report and return value.
+ * second superblock copy is not on a sector boundary), a device shorter
+ * than the filesystem, devices whose reads fail with an error other than
+ * -EIO, and devices without the operations they need.  Each gets its
+ * exact report and return value.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,6 +156,63 @@ static void test_logprint_big_sectors(void **state)
 }
 
 /*
+ * A device holding the first half of the filesystem: both copies are
+ * intact but describe more blocks than it has, which is why a mount finds
+ * no superblock.  The checker used to call copy 0 "unreadable: error (0)"
+ * and say nothing of copy 1.
+ */
+static void test_truncated(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0), *bd = rehome(fs, 4 * MIB, 512);
+	struct sxt_text r;
+	u64 problems;
+
+	assert_int_equal(check(bd, &r, &problems), 0);
+	assert_int_equal(problems, 3);
+	assert_true(sxt_text_has(&r, "problem: superblock copy 0: 2048 blocks of 4096 bytes do not fit the device's 4194304 bytes\n"));
+	assert_true(sxt_text_has(&r, "problem: superblock copy 1: 2048 blocks of 4096 bytes do not fit the device's 4194304 bytes\n"));
+	assert_true(sxt_text_has(&r, "problem: no valid superblock copy at any block-size offset"));
+	assert_false(sxt_text_has(&r, "unreadable"));
+	sxt_text_free(&r);
+
+	assert_int_equal(logprint(bd, &r), -EFSCORRUPTED);
+	assert_string_equal(r.text, "no valid superblock: corrupted (-117)\n");
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(fs);
+}
+
+/*
+ * The primary damaged and claiming 4 KiB blocks, the real secondary (1 KiB
+ * blocks) damaged, and a copy of it at byte 4096: that copy is valid but
+ * not where its block size puts it, which a mount refuses; the checker
+ * says so of the copy it looked at.
+ */
+static void test_copy1_misplaced(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 1024, 0);
+	__le32 bs = cpu_to_le32(4096);
+	u8 sb1[SX_SB_SIZE], b;
+	struct sxt_text r;
+	u64 problems;
+
+	sxt_bdev_peek(bd, 1024, sb1, sizeof(sb1));
+	sxt_bdev_poke(bd, 4096, sb1, sizeof(sb1));
+	sxt_bdev_peek(bd, 1024 + 300, &b, 1);
+	b ^= 0x01;
+	sxt_bdev_poke(bd, 1024 + 300, &b, 1);
+	sxt_bdev_poke(bd, offsetof(struct sx_dsb, sb_blocksize), &bs, sizeof(bs));
+
+	assert_int_equal(check(bd, &r, &problems), 0);
+	assert_int_equal(problems, 3);
+	assert_true(sxt_text_has(&r, "problem: superblock copy 0 (byte 0): bad CRC: stored 0x"));
+	assert_true(sxt_text_has(&r, "problem: superblock copy 1 (byte 4096): its block size 1024 puts it at byte 1024, not here\n"));
+	assert_true(sxt_text_has(&r, "problem: no valid superblock copy at any block-size offset"));
+	sxt_text_free(&r);
+	sx_bdev_destroy(bd);
+}
+
+/*
  * Reads that fail with something other than -EIO (a device gone, a request
  * the device refuses): the checker cannot read a superblock and returns
  * that error, naming it.
@@ -234,6 +291,8 @@ int main(void)
 		cmocka_unit_test(test_sector_size_differs),
 		cmocka_unit_test(test_copy1_off_sector),
 		cmocka_unit_test(test_logprint_big_sectors),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_copy1_misplaced),
 		cmocka_unit_test(test_read_errnos),
 		cmocka_unit_test(test_bad_devices),
 		cmocka_unit_test(test_offline_mount),
