@@ -388,7 +388,8 @@ static void ck_features(struct sx_checker *ck, const struct sx_sb *sb)
 	u32 incompat = sb->sb_feat_incompat & ~SX_FEAT_INCOMPAT_SUPPORTED;
 	u32 logi = sb->sb_feat_log_incompat & ~SX_FEAT_LOG_INCOMPAT_SUPPORTED;
 
-	if (sx_sb_check_features(ck->ck_mp, sb, false) != 0 || ro || incompat || logi)
+	/* it refuses whenever one of ro, incompat or logi is not 0 */
+	if (sx_sb_check_features(ck->ck_mp, sb, false) != 0)
 		sx_check_problem(ck, "features: a read-write mount refuses unknown bits: incompat 0x%x, ro_compat 0x%x, log_incompat 0x%x (known: 0x%x, 0x%x, 0x%x)",
 			   incompat, ro, logi, SX_FEAT_INCOMPAT_SUPPORTED,
 			   SX_FEAT_RO_COMPAT_SUPPORTED, SX_FEAT_LOG_INCOMPAT_SUPPORTED);
