@@ -9,7 +9,8 @@
  * directory; a name of a metadata block; a metadata block mapped twice.
  * Then how the verdicts on blocks are given: at most 20 listed unless
  * every block is asked for, and, when the bitmap cannot be read, the
- * refcounts still judged but not the bitmap's bits.  Last, every
+ * refcounts still judged but not the bitmap's bits; an unlinked list that
+ * starts at a block of data, in the fsinfo check and in the walk.  Last, every
  * allocation of a walk through a B+tree fork fails in turn.
  */
 #include <stdarg.h>
@@ -425,6 +426,41 @@ static void test_unjudged_bitmap(void **state)
 	sx_bdev_destroy(fs.bd);
 }
 
+static void unlinked_head(u8 *blk, void *arg)
+{
+	((struct sx_dfsinfo *)blk)->fi_unlinked = cpu_to_le64(*(u64 *)arg);
+}
+
+/*
+ * An unlinked list that starts at a block of file data: the fsinfo check
+ * (also run alone, with SX_CHECK_SPACE_ONLY) names the entry that fails
+ * to verify as an inode and stops there; the walk of the files says the
+ * same of the inode it cannot read.
+ */
+static void test_unlinked_entry_not_an_inode(void **state)
+{
+	struct fs fs;
+	struct sxt_text r;
+
+	build(&fs);
+	patch(fs.bd, fs.fsinfo, unlinked_head, &fs.a_blk[2]);
+	assert_int_equal(check_flags(fs.bd, SX_CHECK_SPACE_ONLY, &r), 1);
+	has(&r, "problem: unlinked list entry 1 (block %llu): bad CRC (-74)\n",
+	    (unsigned long long)fs.a_blk[2]);
+	has(&r, "note: fsinfo: root inode %llu, 3 inodes in use, 1 on the unlinked list\n",
+	    (unsigned long long)fs.root);
+	sxt_text_free(&r);
+
+	/* and the block stays a's data, not metadata also mapped */
+	assert_int_equal(check(fs.bd, &r), 2);
+	has(&r, "problem: unlinked list entry 1 (block %llu): bad CRC (-74)\n",
+	    (unsigned long long)fs.a_blk[2]);
+	has(&r, "problem: inode block %llu (owner %llu) is bad: bad CRC (-74)\n",
+	    (unsigned long long)fs.a_blk[2], (unsigned long long)fs.a_blk[2]);
+	sxt_text_free(&r);
+	sx_bdev_destroy(fs.bd);
+}
+
 /*
  * A file whose fork is a B+tree of two levels: each allocation of the
  * checker fails in turn, and each time it returns -ENOMEM, reports no
@@ -483,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_metadata_mapped_twice),
 		cmocka_unit_test(test_block_detail),
 		cmocka_unit_test(test_unjudged_bitmap),
+		cmocka_unit_test(test_unlinked_entry_not_an_inode),
 		cmocka_unit_test(test_enomem_btree_walk),
 	};
 
