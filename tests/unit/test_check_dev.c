@@ -4,7 +4,7 @@
  * filesystem on them: sector sizes no superblock code handles, a sector
  * size other than mkfs's, sectors larger than the blocks (so that the
  * second superblock copy is not on a sector boundary), a device shorter
- * than the filesystem, devices whose reads fail with an error other than
+ * than the filesystem or than a superblock, devices whose reads fail with an error other than
  * -EIO, and devices without the operations they need.  Each gets its
  * exact report and return value.
  */
@@ -67,13 +67,13 @@ static int logprint(struct sx_bdev *bd, struct sxt_text *o)
 }
 
 /*
- * A sector size that is not a power of two, or larger than any block: the
+ * A sector size of 0, not a power of two, or larger than any block: the
  * checker refuses the device with -EINVAL in one problem, the printer says
  * there is no superblock it can read.
  */
 static void test_sector_size_unsupported(void **state)
 {
-	static const u32 bad[] = { 768, 2 * SX_MAX_BLOCKSIZE };
+	static const u32 bad[] = { 0, 768, 2 * SX_MAX_BLOCKSIZE };
 	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
 	struct sxt_text r;
 	char want[128];
@@ -213,6 +213,29 @@ static void test_copy1_misplaced(void **state)
 }
 
 /*
+ * A device of 256 bytes, smaller than a superblock copy: neither copy can
+ * be read, and the checker says that rather than that they are bad.
+ */
+static void test_smaller_than_a_superblock(void **state)
+{
+	struct sx_bdev *bd;
+	struct sxt_text r;
+	u64 problems;
+
+	assert_int_equal(sx_memdev_create(512, 512, &bd), 0);
+	bd->bd_size = 256;
+	assert_int_equal(check(bd, &r, &problems), 0);
+	assert_int_equal(problems, 3);
+	assert_true(sxt_text_has(&r, "problem: superblock copy 0: the device (256 bytes) is too small to hold it\n"));
+	/* with no block size to go by, the secondary is looked for at 4096 */
+	assert_true(sxt_text_has(&r, "problem: superblock copy 1: byte 4096 is past the end of the device\n"));
+	assert_true(sxt_text_has(&r, "problem: no valid superblock copy at any block-size offset"));
+	sxt_text_free(&r);
+	bd->bd_size = 512;
+	sx_bdev_destroy(bd);
+}
+
+/*
  * Reads that fail with something other than -EIO (a device gone, a request
  * the device refuses): the checker cannot read a superblock and returns
  * that error, naming it.
@@ -293,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_logprint_big_sectors),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_copy1_misplaced),
+		cmocka_unit_test(test_smaller_than_a_superblock),
 		cmocka_unit_test(test_read_errnos),
 		cmocka_unit_test(test_bad_devices),
 		cmocka_unit_test(test_offline_mount),
