@@ -5,8 +5,9 @@
  * size other than mkfs's, sectors larger than the blocks (so that the
  * second superblock copy is not on a sector boundary), a device shorter
  * than the filesystem or than a superblock, devices whose reads fail with an error other than
- * -EIO, and devices without the operations they need.  Each gets its
- * exact report and return value.
+ * -EIO, and devices without the operations they need; and an engine that
+ * cannot fill its registry of log items.  Each gets its exact report and
+ * return value.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "sxcrash.h"
 #include "mount.h"
 #include "check.h"
+#include "defer.h"
 
 #define MIB		(1ull << 20)
 
@@ -307,6 +309,59 @@ static void test_offline_mount(void **state)
 	sx_bdev_destroy(fs);
 }
 
+static void clash_encode(const void *item, void *logged)
+{
+}
+
+static int clash_decode(struct sx_mount *mp, const void *logged, void *item)
+{
+	return 0;
+}
+
+static int clash_finish(struct sx_trans *tp, void *item)
+{
+	return 0;
+}
+
+/* A deferred-work type that takes the EFI's log types. */
+static const struct sx_defer_ops clash_ops = {
+	.do_name = "clash",
+	.do_intent_type = SX_LOG_OP_EFI,
+	.do_done_type = SX_LOG_OP_EFD,
+	.do_item_size = 8,
+	.do_log_size = 8,
+	.do_max_items = 1,
+	.do_encode = clash_encode,
+	.do_decode = clash_decode,
+	.do_finish = clash_finish,
+};
+
+/*
+ * The checker and the printer judge and name log items by the engine's
+ * registry, which they fill with sx_init().  When it cannot be filled
+ * (here another type holds the EFI's log types), both return its error
+ * before saying a word, rather than judge the log without it.
+ */
+static void test_engine_cannot_init(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0);
+	struct sxt_text r;
+	u64 problems = 7;
+
+	sx_exit();
+	assert_int_equal(sx_defer_register(&clash_ops), 0);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(sx_check(fs, sxt_text_line, &r, &problems), -EEXIST);
+	assert_int_equal(problems, 0);
+	assert_int_equal(sx_logprint(fs, sxt_text_line, &r), -EEXIST);
+	assert_null(r.text);
+	sx_defer_unregister(&clash_ops);
+	assert_int_equal(check(fs, &r, &problems), 0);
+	assert_int_equal(problems, 0);
+	sxt_text_free(&r);
+	sx_bdev_destroy(fs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_read_errnos),
 		cmocka_unit_test(test_bad_devices),
 		cmocka_unit_test(test_offline_mount),
+		cmocka_unit_test(test_engine_cannot_init),
 	};
 
 	sx_thread_enter();
