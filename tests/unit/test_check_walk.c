@@ -10,8 +10,9 @@
  * Then how the verdicts on blocks are given: at most 20 listed unless
  * every block is asked for, and, when the bitmap cannot be read, the
  * refcounts still judged but not the bitmap's bits; an unlinked list that
- * starts at a block of data, in the fsinfo check and in the walk.  Last, every
- * allocation of a walk through a B+tree fork fails in turn.
+ * starts at a block of data, in the fsinfo check and in the walk, and a
+ * root inode that is a file without links.  Last, every allocation of a
+ * walk through a B+tree fork fails in turn.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -461,6 +462,33 @@ static void test_unlinked_entry_not_an_inode(void **state)
 	sx_bdev_destroy(fs.bd);
 }
 
+static void root_unlinked_file(u8 *blk, void *arg)
+{
+	struct sx_dinode *di = (void *)blk;
+
+	di->di_mode = cpu_to_le16(SX_IFREG | 0644);
+	di->di_nlink = 0;
+}
+
+/*
+ * The root inode made a regular file with no links, which the inode
+ * verifier allows of a file: the fsinfo check names both faults.
+ */
+static void test_root_not_a_directory(void **state)
+{
+	struct fs fs;
+	struct sxt_text r;
+
+	build(&fs);
+	patch(fs.bd, fs.root, root_unlinked_file, NULL);
+	assert_int_equal(check_flags(fs.bd, SX_CHECK_SPACE_ONLY, &r), 2);
+	has(&r, "problem: root inode %llu is not a directory (mode 0100644)\n",
+	    (unsigned long long)fs.root);
+	has(&r, "problem: root inode %llu has no links\n", (unsigned long long)fs.root);
+	sxt_text_free(&r);
+	sx_bdev_destroy(fs.bd);
+}
+
 /*
  * A file whose fork is a B+tree of two levels: each allocation of the
  * checker fails in turn, and each time it returns -ENOMEM, reports no
@@ -520,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_block_detail),
 		cmocka_unit_test(test_unjudged_bitmap),
 		cmocka_unit_test(test_unlinked_entry_not_an_inode),
+		cmocka_unit_test(test_root_not_a_directory),
 		cmocka_unit_test(test_enomem_btree_walk),
 	};
 
