@@ -6,7 +6,8 @@
  * a mapping holds, past the end of the filesystem or running off it; a
  * file whose mappings are out of order twice (named once); entries whose
  * name and hash disagree or that are out of hash order; a second
- * directory; a name of a metadata block; a metadata block mapped twice.
+ * directory; a name of a metadata block, and a fork root at one; a
+ * metadata block mapped twice.
  * Then how the verdicts on blocks are given: at most 20 listed unless
  * every block is asked for, and, when the bitmap cannot be read, the
  * refcounts still judged but not the bitmap's bits; an unlinked list that
@@ -462,6 +463,40 @@ static void test_unlinked_entry_not_an_inode(void **state)
 	sx_bdev_destroy(fs.bd);
 }
 
+/* Make a's fork a B+tree whose root is block *@arg. */
+static void broot_at(u8 *blk, void *arg)
+{
+	struct sx_dinode *di = (void *)blk;
+
+	di->di_format = cpu_to_le16(SX_DIF_BTREE);
+	di->di_broot = cpu_to_le64(*(u64 *)arg);
+	di->di_blevel = 0;
+}
+
+/*
+ * A fork root aimed at the fsinfo block, which the walk claimed first:
+ * the fork's root cannot be claimed again, the walk of a stops there, and
+ * what a mapped is then owned by nothing (or one user short of its
+ * refcount, where b shares it).
+ */
+static void test_fork_root_at_fsinfo(void **state)
+{
+	struct fs fs;
+	struct sxt_text r;
+
+	build(&fs);
+	patch(fs.bd, fs.a, broot_at, &fs.fsinfo);
+	check(fs.bd, &r);
+	has(&r, "problem: bmbt block %llu (owner %llu) is already used as metadata\n",
+	    (unsigned long long)fs.fsinfo, (unsigned long long)fs.a);
+	has(&r, "problem: block %llu is mapped 1 time, but has a refcount record of 2\n",
+	    (unsigned long long)fs.a_blk[0]);
+	has(&r, "problem: block %llu is in use but nothing owns it (leaked)\n",
+	    (unsigned long long)fs.a_blk[1]);
+	sxt_text_free(&r);
+	sx_bdev_destroy(fs.bd);
+}
+
 static void root_unlinked_file(u8 *blk, void *arg)
 {
 	struct sx_dinode *di = (void *)blk;
@@ -551,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_unjudged_bitmap),
 		cmocka_unit_test(test_unlinked_entry_not_an_inode),
 		cmocka_unit_test(test_root_not_a_directory),
+		cmocka_unit_test(test_fork_root_at_fsinfo),
 		cmocka_unit_test(test_enomem_btree_walk),
 	};
 
