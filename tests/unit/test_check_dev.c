@@ -5,7 +5,8 @@
  * size other than mkfs's, sectors larger than the blocks (so that the
  * second superblock copy is not on a sector boundary), a device shorter
  * than the filesystem or than a superblock, devices whose reads fail with an error other than
- * -EIO, and devices without the operations they need; and an engine that
+ * -EIO or only when the checker reads a damaged superblock again, and
+ * devices without the operations they need; and an engine that
  * cannot fill its registry of log items.  Each gets its exact report and
  * return value.
  */
@@ -267,6 +268,53 @@ static void test_read_errnos(void **state)
 	sx_bdev_destroy(fs);
 }
 
+/*
+ * Both superblock copies damaged, and the checker's own read of the
+ * primary, to explain it, failing: it says the copy is unreadable, with
+ * the error, and still that no copy is valid.
+ */
+static void test_reread_of_bad_superblock_fails(void **state)
+{
+	struct sx_bdev *fs = sxt_memfs(8 * MIB, 4096, 0), *bd;
+	struct sx_crashdev *cd;
+	struct sxt_text r;
+	u64 problems, n;
+	u32 hits = 0;
+	u8 b;
+
+	/* a byte of each copy's label: bad CRCs */
+	sxt_bdev_peek(fs, 130, &b, 1);
+	b ^= 0x01;
+	sxt_bdev_poke(fs, 130, &b, 1);
+	sxt_bdev_peek(fs, 4096 + 130, &b, 1);
+	b ^= 0x01;
+	sxt_bdev_poke(fs, 4096 + 130, &b, 1);
+	for (n = 1;; n++) {
+		struct sx_crashdev_stats st;
+		int error;
+
+		assert_true(n < 100);
+		assert_int_equal(sx_crashdev_create(fs, 1, &bd, &cd), 0);
+		sx_crashdev_fail(cd, SX_IO_READ, n, false, -EIO);
+		error = check(bd, &r, &problems);
+		sx_crashdev_get_stats(cd, &st);
+		sx_bdev_destroy(bd);
+		if (!st.cs_injected_errors) {
+			assert_int_equal(error, 0);
+			sxt_text_free(&r);
+			break;
+		}
+		if (sxt_text_has(&r, "problem: superblock copy 0 (byte 0): unreadable: I/O error (-5)\n")) {
+			hits++;
+			assert_int_equal(error, 0);
+			assert_true(sxt_text_has(&r, "problem: no valid superblock copy at any block-size offset"));
+		}
+		sxt_text_free(&r);
+	}
+	assert_int_equal(hits, 1);
+	sx_bdev_destroy(fs);
+}
+
 /* A device without operations, or without read, and a printer without output. */
 static void test_bad_devices(void **state)
 {
@@ -373,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_copy1_misplaced),
 		cmocka_unit_test(test_smaller_than_a_superblock),
 		cmocka_unit_test(test_read_errnos),
+		cmocka_unit_test(test_reread_of_bad_superblock_fails),
 		cmocka_unit_test(test_bad_devices),
 		cmocka_unit_test(test_offline_mount),
 		cmocka_unit_test(test_engine_cannot_init),
