@@ -258,6 +258,22 @@ static int ck_sb_read_copy(struct sx_checker *ck, u64 off, void *buf, size_t len
 }
 
 /*
+ * Whether copy @k, which decoded, describes a filesystem the device can hold;
+ * if not, say so.  A mount refuses such a copy, so it can be why there is
+ * no usable superblock at all (a device shorter than its filesystem).
+ */
+static bool ck_sb_fits(struct sx_checker *ck, int k, const struct sx_sb *copy)
+{
+	struct sx_bdev *bd = ck->ck_bd;
+
+	if (copy->sb_dblocks <= (bd->bd_size >> copy->sb_blocklog))
+		return true;
+	sx_check_problem(ck, "superblock copy %d: %llu blocks of %u bytes do not fit the device's %llu bytes",
+			 k, (sx_ull)copy->sb_dblocks, copy->sb_blocksize, (sx_ull)bd->bd_size);
+	return false;
+}
+
+/*
  * Check both superblock copies and return the one a mount would use in @sb.
  * Return: 0, 1 if there is no usable superblock (reported), or an error.
  */
@@ -292,6 +308,8 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 			sx_check_problem(ck, "superblock copy 0: the device (%llu bytes) is too small to hold it",
 				   (sx_ull)bd->bd_size);
 			memset(buf, 0, len);
+		} else if (!err[0]) {
+			ck_sb_fits(ck, 0, &copy[0]);
 		} else {
 			ck_sb_explain(ck, 0, 0, buf, err[0], NULL, 0);
 		}
@@ -305,6 +323,9 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 			sx_check_problem(ck, "superblock copy 1: byte %llu is %s",
 				   (sx_ull)off[1], err[1] == -EINVAL ? "not on a sector boundary" :
 				   "past the end of the device");
+		else if (!err[1] && ck_sb_fits(ck, 1, &copy[1]) && copy[1].sb_blocksize != off[1])
+			sx_check_problem(ck, "superblock copy 1 (byte %llu): its block size %u puts it at byte %u, not here",
+					 (sx_ull)off[1], copy[1].sb_blocksize, copy[1].sb_blocksize);
 		else if (err[1])
 			ck_sb_explain(ck, 1, off[1], buf, err[1], NULL, 0);
 		sx_check_problem(ck, "no valid superblock copy at any block-size offset: nothing else can be checked");
@@ -332,10 +353,7 @@ static int ck_superblocks(struct sx_checker *ck, struct sx_sb *sb)
 		} else if (err[k]) {
 			sx_check_problem(ck, "superblock copy %d (byte %llu): cannot read: %s (%d)",
 				   k, (sx_ull)off[k], sx_offline_errname(err[k]), err[k]);
-		} else if (copy[k].sb_dblocks > (bd->bd_size >> copy[k].sb_blocklog)) {
-			sx_check_problem(ck, "superblock copy %d: %llu blocks of %u bytes do not fit the device's %llu bytes",
-				   k, (sx_ull)copy[k].sb_dblocks, copy[k].sb_blocksize,
-				   (sx_ull)bd->bd_size);
+		} else if (!ck_sb_fits(ck, k, &copy[k])) {
 			err[k] = -EFSCORRUPTED;
 		} else if (copy[k].sb_seq % 2 != (u64)k) {
 			/* sx_sb_write() puts sequence s in copy s % 2 */
@@ -370,7 +388,8 @@ static void ck_features(struct sx_checker *ck, const struct sx_sb *sb)
 	u32 incompat = sb->sb_feat_incompat & ~SX_FEAT_INCOMPAT_SUPPORTED;
 	u32 logi = sb->sb_feat_log_incompat & ~SX_FEAT_LOG_INCOMPAT_SUPPORTED;
 
-	if (sx_sb_check_features(ck->ck_mp, sb, false) != 0 || ro || incompat || logi)
+	/* it refuses whenever one of ro, incompat or logi is not 0 */
+	if (sx_sb_check_features(ck->ck_mp, sb, false) != 0)
 		sx_check_problem(ck, "features: a read-write mount refuses unknown bits: incompat 0x%x, ro_compat 0x%x, log_incompat 0x%x (known: 0x%x, 0x%x, 0x%x)",
 			   incompat, ro, logi, SX_FEAT_INCOMPAT_SUPPORTED,
 			   SX_FEAT_RO_COMPAT_SUPPORTED, SX_FEAT_LOG_INCOMPAT_SUPPORTED);

@@ -322,9 +322,10 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 	recsize = ops->bo_recsize;
 	claimed0 = cu->cu_claimed;
 	if (fmt == SX_DIF_BTREE) {
-		if (root)
-			ck_walk_btree(cu, ops, ino, root, level, fn, arg, 0);
+		/* the inode verifier refused a B+tree fork without a root block */
+		ck_walk_btree(cu, ops, ino, root, level, fn, arg, 0);
 	} else {
+		/* (the verifier refused this too; the check guards the copy below) */
 		if (nrecs > SX_FORK_BYTES(mp->m_bsize) / recsize) {
 			sx_check_problem(cu->cu_ck, "inode %llu: %llu inline records do not fit its fork",
 				   (sx_ull)ino, (sx_ull)nrecs);

@@ -92,6 +92,19 @@ static int st_mount(struct sx_bdev *bd, u32 flags, struct sx_mount **mpp)
 }
 
 /*
+ * Unmount *@mpp and forget it: sx_unmount() frees the mount even when it
+ * fails, so a scenario that jumps to its cleanup on that failure must not
+ * find the mount there to unmount again.
+ */
+static int st_unmount(struct sx_mount **mpp)
+{
+	struct sx_mount *mp = *mpp;
+
+	*mpp = NULL;
+	return sx_unmount(mp);
+}
+
+/*
  * The device as a power cut would leave it now: a copy of everything that
  * reached @src (on a memory device, every completed write).
  */
@@ -207,12 +220,10 @@ static void st_mkfs_mount(struct sx_st *st)
 	ST_CHECK(st, free0 <= in.in_dblocks - in.in_datastart, free0);
 	ST_CHECK(st, free0 + 64 >= in.in_dblocks - in.in_datastart, free0);
 	ST_CHECK(st, !strcmp(in.in_label, "selftest"), 0);
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_OK(st, st_mount(bd, 0, &mp));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(bd) == 0, st_check(bd));
 out:
 	if (mp)
@@ -288,8 +299,7 @@ static void st_trans_commit_cancel(struct sx_st *st)
 
 	ST_OK(st, st_free(mp, 0, bno, 4));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(bd) == 0, st_check(bd));
 out:
 	if (mp)
@@ -320,8 +330,7 @@ static void st_log_force(struct sx_st *st)
 	ST_CHECK(st, in2.in_log_head != in1.in_log_head, in2.in_log_head);
 	/* nothing new: a force has nothing to write */
 	ST_OK(st, sx_sync(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(bd) == 0, st_check(bd));
 out:
 	if (mp)
@@ -355,8 +364,7 @@ static void st_crash_recovery(struct sx_st *st)
 	ST_OK(st, sx_sync(mp));
 	ST_OK(st, st_copy(st, bd, &copy));
 	sx_shutdown(mp);
-	ST_CHECK(st, sx_unmount(mp) != 0, 0);
-	mp = NULL;
+	ST_CHECK(st, st_unmount(&mp) != 0, 0);
 
 	ST_OK(st, st_mount(copy, 0, &mp));
 	sx_get_recovery_stats(mp, &rs);
@@ -366,8 +374,7 @@ static void st_crash_recovery(struct sx_st *st)
 		 sx_alloc_free_blocks(mp));
 	for (i = 0; i < ST_NEXT; i++)
 		ST_CHECK(st, st_used(mp, bno[i], 3) == (i == 1 ? 0 : 3), i);
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(copy) == 0, st_check(copy));
 
 	/* and once more: a clean mount finds nothing to do */
@@ -413,8 +420,7 @@ static void st_crash_unforced(struct sx_st *st)
 		used += u;
 	}
 	ST_CHECK(st, freec + (u64)used == free0, freec);
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(copy) == 0, st_check(copy));
 out:
 	if (mp)
@@ -454,8 +460,7 @@ static void st_crash_after_recovery(struct sx_st *st)
 
 	ST_OK(st, st_mount(c2, 0, &mp));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(c2) == 0, st_check(c2));
 out:
 	if (mp)
@@ -488,8 +493,7 @@ static void st_checkpoint(struct sx_st *st)
 	ST_OK(st, st_mount(copy, SX_MOUNT_RDONLY | SX_MOUNT_NORECOVERY, &mp));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free1, sx_alloc_free_blocks(mp));
 	ST_CHECK(st, st_used(mp, bno, 7) == 7, st_used(mp, bno, 7));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(copy) == 0, st_check(copy));
 out:
 	if (mp)
@@ -530,20 +534,17 @@ static void st_alloc_enospc(struct sx_st *st)
 	ST_CHECK(st, error == -ENOSPC, error);
 	ST_CHECK(st, total == free0, total);
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == 0, sx_alloc_free_blocks(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 
 	ST_OK(st, st_mount(bd, 0, &mp));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == 0, sx_alloc_free_blocks(mp));
 	for (i = 0; i < n; i++)
 		ST_OK(st, st_free(mp, 0, ext[i].se_bno, ext[i].se_len));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_OK(st, st_mount(bd, 0, &mp));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(bd) == 0, st_check(bd));
 out:
 	if (mp)
@@ -614,8 +615,7 @@ static void st_defer_efi(struct sx_st *st)
 	ST_OK(st, st_mount(copy, 0, &mp));
 	ST_CHECK(st, sx_alloc_free_blocks(mp) == free0, sx_alloc_free_blocks(mp));
 	ST_CHECK(st, st_used(mp, bno[0], 3ull * max) == 0, st_used(mp, bno[0], 3ull * max));
-	ST_OK(st, sx_unmount(mp));
-	mp = NULL;
+	ST_OK(st, st_unmount(&mp));
 	ST_CHECK(st, st_check(copy) == 0, st_check(copy));
 out:
 	if (mp)
