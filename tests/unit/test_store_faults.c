@@ -28,6 +28,7 @@
 #include "sxtest.h"
 #include "sxcrash.h"
 #include "dev.h"
+#include <swapext/swapext_compat.h>
 
 #define MIB		(1ull << 20)
 #define BS		1024u
@@ -385,6 +386,23 @@ static int st_unlink_many(struct sx_mount *mp)
 	return error;
 }
 
+/* The contents stay; the copy swapped in is in one extent. */
+static int st_defrag(struct sx_mount *mp)
+{
+	struct sx_defrag_result res;
+	int fd, error = openf(mp, "frag", &fd);
+
+	if (error)
+		return error;
+	error = sx_defrag_file(mp, fd, 0, &res);
+	if (!error) {
+		assert_int_equal(res.dr_skipped, SX_DEFRAG_DONE);
+		assert_int_equal(res.dr_before, 24);
+		assert_int_equal(res.dr_after, 1);
+	}
+	return done(mp, fd, error);
+}
+
 static const struct step steps[] = {
 	{ "create", st_create },
 	{ "link", st_link },
@@ -407,6 +425,7 @@ static const struct step steps[] = {
 	{ "fill holes", st_fill_holes, true },
 	{ "create many", st_create_many, true },
 	{ "unlink many", st_unlink_many, true },
+	{ "defrag", st_defrag },
 };
 
 /* ------------------------------------------------------------ the loop */
