@@ -28,6 +28,8 @@
 #include "sxtest.h"
 #include "sxcrash.h"
 #include "dev.h"
+#include "file.h"
+#include "inode.h"
 #include <swapext/swapext_compat.h>
 
 #define MIB		(1ull << 20)
@@ -73,6 +75,21 @@ static int done(struct sx_mount *mp, int fd, int error)
 	return error ? error : error2;
 }
 
+/* The fork format of the open file @fd. */
+static u32 format(struct sx_mount *mp, int fd)
+{
+	struct sx_inode *ip;
+	u32 f;
+
+	assert_int_equal(sx_fd_get(mp, fd, &ip), 0);
+	f = ip->i_format;
+	assert_int_equal(sx_irele(ip), 0);
+	return f;
+}
+
+/* Extents the inode holds inline: "mid" gets as many, one more makes a tree. */
+static u64 inline_max;
+
 static void make_base(void)
 {
 	struct sx_mount *mp;
@@ -112,6 +129,18 @@ static void make_base(void)
 		assert_int_equal(put(mp, fd2, i, 10), 0);
 	}
 	assert_int_equal(sx_close(mp, fd2), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	/* one-block extents until the inode holds no more of them */
+	assert_int_equal(sx_create(mp, "mid", 0644, &fd), 0);
+	for (inline_max = 0; format(mp, fd) == SX_DIF_INLINE; inline_max++)
+		assert_int_equal(put(mp, fd, 2 * inline_max, 11), 0);
+	inline_max--;
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unlink(mp, "mid"), 0);
+	assert_int_equal(sx_create(mp, "mid", 0644, &fd), 0);
+	for (i = 0; i < inline_max; i++)
+		assert_int_equal(put(mp, fd, 2 * i, 11), 0);
+	assert_int_equal(format(mp, fd), SX_DIF_INLINE);
 	assert_int_equal(sx_close(mp, fd), 0);
 	/* unwritten blocks */
 	assert_int_equal(sx_create(mp, "unw", 0644, &fd), 0);
@@ -263,7 +292,7 @@ static int st_readdir(struct sx_mount *mp)
 	int error = sx_readdir(mp, count_names, &n);
 
 	if (!error)
-		assert_int_equal(n, NNAMES + 7);
+		assert_int_equal(n, NNAMES + 8);
 	return error;
 }
 
@@ -403,6 +432,19 @@ static int st_defrag(struct sx_mount *mp)
 	return done(mp, fd, error);
 }
 
+/* One extent more than the inode holds: the fork becomes a B+tree. */
+static int st_to_btree(struct sx_mount *mp)
+{
+	int fd, error = openf(mp, "mid", &fd);
+
+	if (error)
+		return error;
+	error = put(mp, fd, 2 * inline_max, 12);
+	if (!error)
+		assert_int_equal(format(mp, fd), SX_DIF_BTREE);
+	return done(mp, fd, error);
+}
+
 static const struct step steps[] = {
 	{ "create", st_create },
 	{ "link", st_link },
@@ -426,6 +468,7 @@ static const struct step steps[] = {
 	{ "create many", st_create_many, true },
 	{ "unlink many", st_unlink_many, true },
 	{ "defrag", st_defrag },
+	{ "to btree", st_to_btree },
 };
 
 /* ------------------------------------------------------------ the loop */
@@ -529,18 +572,21 @@ static bool point(const struct step *s, enum kind k, u64 n, u64 before, u64 afte
 }
 
 /*
- * The allocation points of a step: each of the first ALLOC_ALL, then
- * ALLOC_ALL more spread over the rest (a step that frees 300 extents
- * allocates thousands of times, the same few allocations over again).
- * Reads: each one, a step reads a few dozen blocks.
+ * The allocation points of a step: each of the first and of the last
+ * ALLOC_ALL (where a call starts and where it finishes: a fork changing
+ * form, the last free), and ALLOC_ALL spread over the rest (a step that
+ * frees 300 extents allocates thousands of times, the same few
+ * allocations over again).  Reads and writes: each one, a step does a
+ * few dozen.
  */
 #define ALLOC_ALL	48u
 
 static u64 next_point(enum kind k, u64 n, u64 allocs)
 {
-	if (k != K_ALLOC || n < ALLOC_ALL || allocs <= 2 * ALLOC_ALL)
+	if (k != K_ALLOC || n < ALLOC_ALL || allocs <= 3 * ALLOC_ALL ||
+	    n + ALLOC_ALL >= allocs)
 		return n + 1;
-	return n + sx_max((allocs - ALLOC_ALL) / ALLOC_ALL, 1ull);
+	return sx_min(n + (allocs - 2 * ALLOC_ALL) / ALLOC_ALL, allocs - ALLOC_ALL);
 }
 
 static void loop(enum kind k)
