@@ -95,7 +95,8 @@ static u32 sx_defrag_ideal(const struct sx_extent *ext, u32 n)
 
 /*
  * Copy [@off, @end) of @fd into @tmp through @buf.  Returns 1 if the file
- * turned out shorter than that (it is changing).
+ * turned out shorter than that (it is changing), or the error of a read or
+ * write.
  */
 static int sx_defrag_copy(struct sx_mount *mp, int fd, int tmp, u64 off, u64 end, u8 *buf,
 			  u64 *bytes)
@@ -104,12 +105,18 @@ static int sx_defrag_copy(struct sx_mount *mp, int fd, int tmp, u64 off, u64 end
 		u64 want = sx_min(end - off, (u64)SX_DEFRAG_CHUNK);
 		s64 r, w;
 
+		/*
+		 * A short read is followed by the call that says why: an error
+		 * (a read that failed part way returns what it read first), or
+		 * nothing at all when the file did shrink.  Taking the short
+		 * read itself for a change would report a read error as a skip.
+		 */
 		r = sx_pread(mp, fd, buf, want, off);
 		if (r < 0)
 			return (int)r;
-		if ((u64)r < want)
+		if (r == 0)
 			return 1;
-		w = sx_pwrite(mp, tmp, buf, want, off);
+		w = sx_pwrite(mp, tmp, buf, (u64)r, off);
 		if (w < 0)
 			return (int)w;
 		/* a short write is followed by the call that says why; never loop */

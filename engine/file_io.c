@@ -746,6 +746,15 @@ SX_API s64 sx_pwrite(struct sx_mount *mp, int fd, const void *buf, u64 len, u64 
 	error = sx_io_begin(mp, fd, &io);
 	if (error)
 		return error;
+	/*
+	 * An overwrite of the file's own written blocks goes to the device
+	 * with no transaction, so the refusal every other change gets from
+	 * sx_trans_alloc() must be made here.
+	 */
+	if (mp->m_flags & SX_MF_RDONLY) {
+		sx_io_end(&io);
+		return -EROFS;
+	}
 	sx_ilock(io.io_ip, SX_IOLOCK_EXCL);
 	if (io.io_ip->i_flags & SX_DIFLAG_IMMUTABLE) {
 		error = -EPERM;

@@ -148,13 +148,12 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 	mp->m_bsize = mp->m_sb.sb_blocksize;
 	mp->m_blog = mp->m_sb.sb_blocklog;
 	sx_swap_host_init(mp);
-	if (mp->m_sb.sb_dblocks > bd->bd_size >> mp->m_blog) {
-		sx_err(mp, "device (%llu bytes) is smaller than the filesystem (%llu blocks)",
-		       (unsigned long long)bd->bd_size,
-		       (unsigned long long)mp->m_sb.sb_dblocks);
-		error = -EFSCORRUPTED;
-		goto out_free;
-	}
+	/*
+	 * sx_sb_read() takes no copy that describes more blocks than the
+	 * device holds (sb_read_copy() refuses it, saying so): a truncated
+	 * image fails there, before anything past its end can be read.
+	 */
+	ASSERT(mp->m_sb.sb_dblocks <= bd->bd_size >> mp->m_blog);
 	if (mp->m_bsize < bd->bd_sectsize) {
 		error = -EINVAL;
 		goto out_free;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sxtest.h"
+#include <swapext/swapext_compat.h>
 
 #define MIB		(1ull << 20)
 #define BS		4096u
@@ -135,12 +136,69 @@ static void test_falloc_nospc(void **state)
 	assert_int_equal(sx_close(mp, fd), 0);
 }
 
+/*
+ * Calls over no bytes do nothing and say so: a write and a read of zero
+ * bytes return 0 with the file as it was, a map of zero bytes finds no
+ * mapping.  A missing name is refused by every call that takes one.
+ */
+static void test_empty_calls(void **state)
+{
+	int fd = mkfile("f", 2 * BS, 0x77), fd2;
+	struct sx_extent ext[2];
+	struct sx_stat st0, st1;
+	u8 buf[BS];
+	u32 n = 9;
+
+	assert_int_equal(sx_fstat(mp, fd, &st0), 0);
+	assert_int_equal(sx_pwrite(mp, fd, buf, 0, BS), 0);
+	assert_int_equal(sx_pread(mp, fd, buf, 0, 0), 0);
+	assert_int_equal(sx_fiemap(mp, fd, 0, 0, ext, 2, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(sx_fiemap(mp, fd, 0, 2 * BS, ext, 2, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(sx_fstat(mp, fd, &st1), 0);
+	assert_int_equal(st1.st_size, st0.st_size);
+	assert_int_equal(st1.st_mtime_ns, st0.st_mtime_ns);
+	holds(fd, 2 * BS, 0x77);
+
+	assert_int_equal(sx_create(mp, NULL, 0644, &fd2), -EINVAL);
+	assert_int_equal(sx_open(mp, NULL, &fd2), -EINVAL);
+	assert_int_equal(sx_unlink(mp, NULL), -EINVAL);
+	assert_int_equal(sx_rename(mp, NULL, "g"), -EINVAL);
+	assert_int_equal(sx_rename(mp, "f", NULL), -EINVAL);
+	assert_int_equal(sx_link(mp, fd, NULL), -EINVAL);
+	assert_int_equal(sx_fstat(mp, fd, &st1), 0);
+	assert_int_equal(st1.st_nlink, 1);
+	holds(fd, 2 * BS, 0x77);
+	assert_int_equal(sx_close(mp, fd), 0);
+}
+
+/* bulkstat reports the immutable and append-only flags as XFS's. */
+static void test_bulkstat_flags(void **state)
+{
+	int fd = mkfile("f", BS, 0x12);
+	struct sx_xfs_bstat bs;
+
+	assert_int_equal(sx_bulkstat(mp, fd, &bs), 0);
+	assert_int_equal(bs.bs_xflags, 0);
+	assert_int_equal(sx_setflags(mp, fd, SX_DIFLAG_IMMUTABLE), 0);
+	assert_int_equal(sx_bulkstat(mp, fd, &bs), 0);
+	assert_int_equal(bs.bs_xflags, SX_XFS_XFLAG_IMMUTABLE);
+	assert_int_equal(sx_setflags(mp, fd, SX_DIFLAG_APPEND), 0);
+	assert_int_equal(sx_bulkstat(mp, fd, &bs), 0);
+	assert_int_equal(bs.bs_xflags, SX_XFS_XFLAG_APPEND);
+	assert_int_equal(sx_setflags(mp, fd, 0), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_falloc_nospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bulkstat_flags, setup, teardown),
 	};
 
 	sx_thread_enter();

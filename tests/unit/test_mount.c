@@ -77,6 +77,52 @@ static void test_options(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A read-only mount reads files and refuses every change with -EROFS:
+ * writes, size and flag changes, block sharing, new, renamed, linked and
+ * removed names, and tmpfiles.  The device is left as it was.
+ */
+static void test_rdonly_refusals(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount_opts ro = { .mo_flags = SX_MOUNT_RDONLY };
+	struct sx_mount *mp = sxt_mount(bd);
+	u8 buf[8192], got[8192];
+	u64 before;
+	int fd, fd2;
+
+	memset(buf, 0x3c, sizeof(buf));
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, buf, sizeof(buf), 0), (s64)sizeof(buf));
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_create(mp, "g", 0644, &fd), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	before = sxt_bdev_digest(bd);
+
+	assert_int_equal(sx_mount(bd, &ro, &mp), 0);
+	assert_int_equal(sx_open(mp, "f", &fd), 0);
+	assert_int_equal(sx_open(mp, "g", &fd2), 0);
+	assert_int_equal(sx_pread(mp, fd, got, sizeof(got), 0), (s64)sizeof(got));
+	assert_memory_equal(got, buf, sizeof(buf));
+	assert_int_equal(sx_pwrite(mp, fd, buf, 4096, 0), -EROFS);
+	assert_int_equal(sx_truncate(mp, fd, 0), -EROFS);
+	assert_int_equal(sx_fallocate(mp, fd, 8192, 4096), -EROFS);
+	assert_int_equal(sx_punch(mp, fd, 0, 4096), -EROFS);
+	assert_int_equal(sx_setflags(mp, fd, SX_DIFLAG_IMMUTABLE), -EROFS);
+	assert_int_equal(sx_clone_range(mp, fd2, 0, fd, 0, 4096), -EROFS);
+	assert_int_equal(sx_create(mp, "h", 0644, &fd2), -EROFS);
+	assert_int_equal(sx_open_tmpfile(mp, 0600, &fd2), -EROFS);
+	assert_int_equal(sx_link(mp, fd, "f2"), -EROFS);
+	assert_int_equal(sx_rename(mp, "f", "f3"), -EROFS);
+	assert_int_equal(sx_unlink(mp, "g"), -EROFS);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	assert_int_equal(sxt_bdev_digest(bd), before);
+	sx_bdev_destroy(bd);
+}
+
 /* Every errno the engine returns has the C library's text; its own two have theirs. */
 static void test_strerror(void **state)
 {
@@ -100,6 +146,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_device_mismatch),
 		cmocka_unit_test(test_options),
+		cmocka_unit_test(test_rdonly_refusals),
 		cmocka_unit_test(test_strerror),
 	};
 

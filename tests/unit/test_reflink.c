@@ -306,6 +306,10 @@ static void test_clone_errors(void **state)
 	assert_int_equal(sx_clone_range(mp, b, 0, a, 4 * BS, BS), -EINVAL);
 	assert_int_equal(sx_clone_range(mp, b, 0, a, 5 * BS, 0), -EINVAL);
 	assert_int_equal(sx_clone_range(mp, b, ~0ull - BS + 1, a, 0, 2 * BS), -EINVAL);
+	/* a source range that wraps; a destination past the largest offset */
+	assert_int_equal(sx_clone_range(mp, b, 0, a, BS, ~0ull - BS + 1), -EINVAL);
+	assert_int_equal(sx_clone_range(mp, b, (1ull << 63) - BS, a, 0, BS), -EFBIG);
+	assert_int_equal(fsize(b), 4 * BS);
 	assert_int_equal(sx_clone_range(mp, a, BS, a, 0, 2 * BS), -EINVAL);
 	assert_int_equal(sx_clone(mp, a, a), -EINVAL);
 	assert_int_equal(sx_clone(mp, b, 999), -EBADF);
