@@ -453,8 +453,13 @@ static int xfs_sx_irec(struct xfs_inode *ip, const struct sx_hmap *map,
 	return 0;
 }
 
-static int xfs_sx_queue_unmap(struct sx_htrans *tp, struct sx_hinode *hi,
-			      const struct sx_hmap *map)
+/*
+ * Queue a deferred bmap of @map: a map or an unmap, the two halves of each
+ * step.  The patch makes xfs_bmap_finish_one map an unwritten extent
+ * unwritten.
+ */
+static int xfs_sx_queue(struct sx_htrans *tp, struct sx_hinode *hi, const struct sx_hmap *map,
+			bool do_map)
 {
 	struct xfs_inode *ip = xfs_sx_inode(hi);
 	struct xfs_bmbt_irec irec;
@@ -463,23 +468,23 @@ static int xfs_sx_queue_unmap(struct sx_htrans *tp, struct sx_hinode *hi,
 	error = xfs_sx_irec(ip, map, &irec);
 	if (error)
 		return error;
-	xfs_bmap_unmap_extent(XTP(tp), ip, &irec);
+	if (do_map)
+		xfs_bmap_map_extent(XTP(tp), ip, &irec);
+	else
+		xfs_bmap_unmap_extent(XTP(tp), ip, &irec);
 	return 0;
 }
 
-/* The patch makes xfs_bmap_finish_one map an unwritten extent unwritten. */
+static int xfs_sx_queue_unmap(struct sx_htrans *tp, struct sx_hinode *hi,
+			      const struct sx_hmap *map)
+{
+	return xfs_sx_queue(tp, hi, map, false);
+}
+
 static int xfs_sx_queue_map(struct sx_htrans *tp, struct sx_hinode *hi,
 			    const struct sx_hmap *map)
 {
-	struct xfs_inode *ip = xfs_sx_inode(hi);
-	struct xfs_bmbt_irec irec;
-	int error;
-
-	error = xfs_sx_irec(ip, map, &irec);
-	if (error)
-		return error;
-	xfs_bmap_map_extent(XTP(tp), ip, &irec);
-	return 0;
+	return xfs_sx_queue(tp, hi, map, true);
 }
 
 static int xfs_sx_set_size(struct sx_htrans *tp, struct sx_hinode *hi, s64 size)

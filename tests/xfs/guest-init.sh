@@ -25,9 +25,9 @@ finish() {
 	umount /mnt/a 2> /dev/null
 	umount /mnt/q 2> /dev/null
 	# after the guest's unmounts the logs are clean: the host runs xfs_repair -n
-	if dmesg | grep -qE 'BUG:|WARNING:|Oops|Call Trace|Assertion failed|Internal error|blocked for more'; then
+	if dmesg | grep -qE 'BUG:|WARNING:|Oops|Call Trace|Assertion failed|Internal error|Corruption|blocked for more'; then
 		fail "kernel-log-clean"
-		dmesg | grep -E -B2 -A12 'BUG:|WARNING:|Oops|Assertion failed|Internal error|blocked for more' |
+		dmesg | grep -E -B2 -A12 'BUG:|WARNING:|Oops|Assertion failed|Internal error|Corruption|blocked for more' |
 			head -n 80 | sed 's/^/XFSCHECK-DMESG /'
 	else
 		pass "kernel-log-clean"
@@ -65,6 +65,8 @@ fi
 part errtab /mnt/a/errtab
 part swaps /mnt/a/swaps "$XC_EXTENTS"
 part scen /mnt/a/scen "$XC_SEED" "$XC_OPS"
+# it unmounts and mounts /dev/vda itself: nothing may hold /mnt/a open
+part misc /dev/vda /mnt/a
 # everything written so far survives an unmount and mount
 if umount /mnt/a && mount -t xfs /dev/vda /mnt/a; then
 	pass "remount-reflink-image"

@@ -13,6 +13,8 @@
  *   xfscheck scen DIR SEED OPS      the differential scenario's transcript
  *   xfscheck shutdown DEV MNT P N   P shutdowns over a swap of N extents
  *   xfscheck quota DEV MNT          quota moves with the blocks; EDQUOT
+ *   xfscheck misc DEV MNT           the geometry flag, unwritten extents in
+ *                                   FIEMAP, setuid/setgid, a remount
  *
  * Each test prints "XFSCHECK PASS name" or "XFSCHECK FAIL name: why"; the
  * scenario prints "XSCEN " lines.  The host counts and compares them.
@@ -126,7 +128,7 @@ static void run_open_cases(const struct sxb *b, struct sxb_report *r, const char
 static void usage(void)
 {
 	fprintf(stderr, "usage: xfscheck errtab DIR | swaps DIR N | scen DIR SEED OPS |\n"
-			"       shutdown DEV MNT POINTS EXTENTS | quota DEV MNT\n");
+			"       shutdown DEV MNT POINTS EXTENTS | quota DEV MNT | misc DEV MNT\n");
 	exit(2);
 }
 
@@ -171,6 +173,8 @@ int main(int argc, char **argv)
 				strtoull(argv[5], NULL, 0));
 	} else if (!strcmp(argv[1], "quota") && argc == 4) {
 		xc_quota_run(&r, argv[2], argv[3]);
+	} else if (!strcmp(argv[1], "misc") && argc == 4) {
+		xc_misc_run(&r, argv[2], argv[3]);
 	} else {
 		usage();
 	}

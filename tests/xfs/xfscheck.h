@@ -24,6 +24,14 @@ void xc_shutdown_run(struct sxb_report *r, const char *dev, const char *mnt, uin
  */
 void xc_quota_run(struct sxb_report *r, const char *dev, const char *mnt);
 
+/*
+ * xc_misc_run() - on @mnt (mounted from @dev): the XFS geometry flag
+ * ATOMIC_SWAP; unwritten extents stay unwritten through swaps (FIEMAP);
+ * setuid/setgid kept by a swap as root and dropped from both files by one
+ * without CAP_FSETID; the contents after an unmount and mount of @dev
+ */
+void xc_misc_run(struct sxb_report *r, const char *dev, const char *mnt);
+
 /* xc_now_us() - a monotonic clock in microseconds */
 uint64_t xc_now_us(void);
 
