@@ -12,6 +12,12 @@
  * are counted there, transactions and log bytes by the log's own counters.
  * Only the update loop is timed; making the files is not.
  *
+ * The log is 128 MiB, as make bench gives XFS: with mkfs's default (1/64
+ * of this image, about 4 MiB) a few in a hundred runs of 2-8 threads end
+ * in "log full: N of M blocks pinned" and a shutdown with ENOSPC after an
+ * intent was committed, an engine bug this benchmark is not the place to
+ * hide or fix (BENCH_UPDATE_LOG_MB=0 brings the default back to show it).
+ *
  * Every thread keeps a copy of what its file must hold; after the timed
  * loop, and again after a remount, each file is read back and compared
  * (the update's correctness check: a lost or torn update fails the run).
@@ -136,7 +142,8 @@ int main(int argc, char **argv)
 	struct sx_bdev *bd;
 	unsigned int ops;
 	int nthreads, t, error;
-	uint64_t size;
+	uint64_t size, logbytes;
+	const char *env;
 	double t0, secs, total;
 	char name[32];
 
@@ -147,8 +154,10 @@ int main(int argc, char **argv)
 	}
 	sx_thread_enter();
 	/* the files, a clone's new blocks per thread, and room for the log */
-	size = (uint64_t)nthreads * 4 * FILE_SIZE + (256ull << 20);
-	bd = bd_file_image(argv[1], size, BLOCK_SIZE);
+	env = getenv("BENCH_UPDATE_LOG_MB");
+	logbytes = (env ? strtoull(env, NULL, 0) : 128) << 20;
+	size = (uint64_t)nthreads * 4 * FILE_SIZE + (256ull << 20) + logbytes;
+	bd = bd_file_image(argv[1], size, BLOCK_SIZE, logbytes);
 	error = sx_mount(bd, NULL, &mp);
 	if (error) {
 		fprintf(stderr, "bench_update: mount: %s\n", sx_strerror(error));

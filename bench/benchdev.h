@@ -143,12 +143,15 @@ static inline unsigned long long bd_flushes(const struct bd_snap *a, const struc
 /*
  * bd_file_image() - a new file-backed image of @size bytes at @path (any
  * old file there replaced), mkfs'd with @bs-byte blocks, the atomic_swap
- * feature and the default log, behind a counting device
+ * feature and a log of @logbytes (0: mkfs's default), behind a counting
+ * device
  */
-static inline struct sx_bdev *bd_file_image(const char *path, uint64_t size, uint32_t bs)
+static inline struct sx_bdev *bd_file_image(const char *path, uint64_t size, uint32_t bs,
+					    uint64_t logbytes)
 {
 	struct sx_mkfs_opts mo = {
 		.mk_blocksize = bs,
+		.mk_logblocks = (uint32_t)(logbytes / bs),
 		.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP,
 	};
 	struct sx_bdev *lower, *bd;
