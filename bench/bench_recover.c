@@ -35,7 +35,8 @@ static u8 block_byte(u64 i)
 
 static struct sx_bdev *make_image(u64 n)
 {
-	u64 devsize = (2 * n + 2 * n * 64 / BS + 65536) * (u64)BS;
+	/* the data, both files' bmap btrees with room to split, the log, slack */
+	u64 devsize = (2 * n + 2 * n * 256 / BS + 65536) * (u64)BS;
 	struct sx_bdev *bd = sxs_mkimg(devsize, BS, 0, true);
 	struct sx_mount *mp = sxt_mount(bd);
 	u8 buf[BS];

@@ -152,7 +152,8 @@ static u8 block_byte(u64 i)
 
 static int cmd_mkimage(const char *path, u64 n)
 {
-	u64 devsize = (2 * n + 2 * n * 64 / FILE_BS + 65536) * (u64)FILE_BS;
+	/* the data, both files' bmap btrees with room to split, the log, slack */
+	u64 devsize = (2 * n + 2 * n * 256 / FILE_BS + 65536) * (u64)FILE_BS;
 	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, 0);
 	struct sx_mount *mp = sxt_mount(bd);
 	u8 *buf = malloc(FILE_BS);
