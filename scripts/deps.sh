@@ -11,7 +11,8 @@
 #                    make check runs the thread stress under it when it can)
 #          kernel    build + Debian's Linux 6.1 headers and image, qemu,
 #                    busybox-static, cpio              (make kmod, kcheck)
-#          xfs       test + xfsprogs, losetup/mount    (make bench-xfs)
+#          xfs       test + xfsprogs, losetup/mount, gnuplot
+#                                                      (make bench, bench-xfs)
 #          xfsmod    kernel + Debian's linux-source-6.1 (make xfsmod)
 #          all       everything, clang included        (default)
 #   --check  never install, only report
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) install=0 ;;
 	build|test|coverage|tsan|kernel|xfs|xfsmod|all) group=$1 ;;
-	-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
 	*) echo "deps: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -79,6 +80,8 @@ need_busybox()	{ [ -x /bin/busybox ] && ! ldd /bin/busybox > /dev/null 2>&1; }
 need_cpio()	{ have_cmd cpio; }
 need_xfsprogs()	{ have_cmd mkfs.xfs && have_cmd xfs_bmap; }
 need_mount()	{ have_cmd losetup && have_cmd mount && have_cmd findmnt; }
+# make bench's plots
+need_gnuplot()	{ have_cmd gnuplot; }
 # the fs/xfs that make xfsmod patches and builds, and patch(1) to patch it
 need_ksource()	{ [ -r /usr/src/linux-source-6.1.tar.xz ]; }
 need_patch()	{ have_cmd patch; }
@@ -105,6 +108,7 @@ xfsmod patch patch need_patch
 xfsmod xz-utils xz need_xz
 xfs xfsprogs XFS_tools_(mkfs.xfs,_xfs_bmap) need_xfsprogs
 xfs mount losetup_and_mount need_mount
+xfs gnuplot-nox gnuplot need_gnuplot
 "
 
 # The runtime's package goes with clang's major version (clang-N, the one
