@@ -5,7 +5,8 @@
  * a lock that fails (XFS's -EINTR) at the front end and at a recovered
  * step; the per-file block totals of the reservation and the quota they
  * let a host reserve (-EDQUOT with nothing changed); and the estimate of a
- * recovered item, which must describe exactly what is left of the chain.
+ * recovered item, which must describe exactly what is left of the chain
+ * and whose failure fails the recovery cleanly.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,6 +144,38 @@ static void test_recovered_lock_fails(void **state)
 		free(after);
 		mh_destroy(&host);
 	}
+}
+
+/*
+ * A recovered item whose estimate fails (here: the forks may no longer
+ * grow as far as the rest of the chain needs) fails the recovery with that
+ * error and releases its inodes; with the limit back, recovery finishes.
+ */
+static void test_recovered_estimate_fails(void **state)
+{
+	struct mh_inode *after;
+	struct sx_dlog_sxi *sxi;
+	struct sx_swapext_intent si;
+	struct sx_hres res;
+
+	(void)state;
+	cut_mid_chain(0, &after);
+	host.mh_max_extents = 8;
+	sxi = mh_unfinished_sxi(&host);
+	assert_non_null(sxi);
+	assert_int_equal(sx_swapext_item_decode(&host.mh_host, &sxi->sxi_ext, &si), 0);
+	assert_int_equal(sx_swapext_item_estimate(&si, &res), -EFBIG);
+	sx_swapext_item_cancel(&si);
+	check_idle();
+	assert_int_equal(mh_recover(&host), -EFBIG);
+	check_idle();
+	host.mh_max_extents = MH_MAX_EXT;
+	mh_crash(&host, host.mh_nrec);
+	assert_int_equal(mh_recover(&host), 0);
+	assert_true(mh_same_all(after, host.mh_inodes));
+	check_idle();
+	free(after);
+	mh_destroy(&host);
 }
 
 /* The reservation names both inodes and the blocks each range gives away. */
@@ -336,6 +369,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lock_fails),
 		cmocka_unit_test(test_recovered_lock_fails),
+		cmocka_unit_test(test_recovered_estimate_fails),
 		cmocka_unit_test(test_reservation_blocks),
 		cmocka_unit_test(test_quota),
 		cmocka_unit_test(test_quota_forks),
