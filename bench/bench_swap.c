@@ -48,22 +48,29 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Two files of @n interleaved one-block extents; the image is returned unmounted. */
-static struct sx_bdev *make_image(u64 n, u32 bs, bool atomic)
+/* The byte every data block i of the pair of files is filled with. */
+static u8 block_byte(u64 i)
 {
-	u64 devsize = (2 * n + 2 * n * 64 / bs + 65536) * (u64)bs;
-	struct sx_bdev *bd = sxs_mkimg(devsize, bs, 0, atomic);
-	struct sx_mount *mp = sxt_mount(bd);
+	return (u8)(i * 7 + 1);
+}
+
+/*
+ * Write the pair both image builders make: files "a" and "b" of @n
+ * interleaved one-block extents of @bs bytes (a at the even file blocks,
+ * b at the odd), both sized to 2n blocks, closed.
+ */
+static void write_pair(struct sx_mount *mp, u64 n, u32 bs)
+{
 	u8 *buf = malloc(bs);
 	int fd[2], f;
-	double t0 = now();
 	u64 i;
 
+	VERIFY(buf != NULL);
 	for (f = 0; f < 2; f++)
 		VERIFY(sx_create(mp, f ? "b" : "a", 0644, &fd[f]) == 0);
 	for (i = 0; i < 2 * n; i++) {
 		f = (int)(i & 1);
-		memset(buf, (int)(i * 7 + 1), bs);
+		memset(buf, block_byte(i), bs);
 		VERIFY(sx_pwrite(mp, fd[f], buf, bs, i * bs) == (s64)bs);
 	}
 	/* equal sizes: the swapped range is both files whole */
@@ -71,8 +78,19 @@ static struct sx_bdev *make_image(u64 n, u32 bs, bool atomic)
 		VERIFY(sx_truncate(mp, fd[f], 2 * n * bs) == 0);
 		VERIFY(sx_close(mp, fd[f]) == 0);
 	}
-	VERIFY(sx_unmount(mp) == 0);
 	free(buf);
+}
+
+/* Two files of @n interleaved one-block extents; the image is returned unmounted. */
+static struct sx_bdev *make_image(u64 n, u32 bs, bool atomic)
+{
+	u64 devsize = (2 * n + 2 * n * 64 / bs + 65536) * (u64)bs;
+	struct sx_bdev *bd = sxs_mkimg(devsize, bs, 0, atomic);
+	struct sx_mount *mp = sxt_mount(bd);
+	double t0 = now();
+
+	write_pair(mp, n, bs);
+	VERIFY(sx_unmount(mp) == 0);
 	printf("image: 2 files x %llu extents of 1 block (%u-byte blocks)%s written in %.2f s\n",
 	       (unsigned long long)n, bs, atomic ? ", atomic_swap" : "", now() - t0);
 	return bd;
@@ -144,37 +162,17 @@ static bool has_word(const char *list, const char *word)
 
 #define FILE_BS	1024u
 
-/* The byte every data block i of the pair of files is filled with. */
-static u8 block_byte(u64 i)
-{
-	return (u8)(i * 7 + 1);
-}
-
 static int cmd_mkimage(const char *path, u64 n)
 {
 	/* the data, both files' bmap btrees with room to split, the log, slack */
 	u64 devsize = (2 * n + 2 * n * 256 / FILE_BS + 65536) * (u64)FILE_BS;
 	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, 0);
 	struct sx_mount *mp = sxt_mount(bd);
-	u8 *buf = malloc(FILE_BS);
-	int fd[2], f;
 	double t0 = now();
-	u64 i;
 
-	for (f = 0; f < 2; f++)
-		VERIFY(sx_create(mp, f ? "b" : "a", 0644, &fd[f]) == 0);
-	for (i = 0; i < 2 * n; i++) {
-		f = (int)(i & 1);
-		memset(buf, block_byte(i), FILE_BS);
-		VERIFY(sx_pwrite(mp, fd[f], buf, FILE_BS, i * FILE_BS) == (s64)FILE_BS);
-	}
-	for (f = 0; f < 2; f++) {
-		VERIFY(sx_truncate(mp, fd[f], 2 * n * FILE_BS) == 0);
-		VERIFY(sx_close(mp, fd[f]) == 0);
-	}
+	write_pair(mp, n, FILE_BS);
 	VERIFY(sx_unmount(mp) == 0);
 	sx_bdev_destroy(bd);
-	free(buf);
 	printf("image %s: 2 files x %llu extents of 1 block (%u-byte blocks), atomic_swap, "
 	       "written in %.2f s\n", path, (unsigned long long)n, FILE_BS, now() - t0);
 	return 0;
