@@ -110,4 +110,19 @@ int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si);
  */
 int sx_swapext_swap(const struct sx_swap_req *req);
 
+/**
+ * sx_swapext_queue_check() - estimate the atomic request @req as its
+ * queueing would, changing nothing (sx_swap_core_queue())
+ *
+ * Return: 0, -EFBIG, -EFSCORRUPTED or a host error.
+ */
+int sx_swapext_queue_check(const struct sx_swap_req *req);
+
+/**
+ * sx_swapext_queue() - do in @tp what the first transaction of an atomic
+ * swap does for @req: touch both inodes, set the reflink flags, queue the
+ * SXI; the caller commits @tp
+ */
+int sx_swapext_queue(struct sx_htrans *tp, const struct sx_swap_req *req);
+
 #endif /* SX_SWAP_CORE_H */

@@ -512,3 +512,40 @@ out_cancel:
 		ops->ho_trans_cancel(tp);
 	return error;
 }
+
+/* ---------------------------------------------------------------- queueing */
+
+int sx_swapext_queue_check(const struct sx_swap_req *req)
+{
+	struct sx_swapext_intent si;
+	struct sx_swap_est est;
+
+	sx_swapext_init_intent(req, &si);
+	return sx_swapext_estimate(&si, &est);
+}
+
+int sx_swapext_queue(struct sx_htrans *tp, const struct sx_swap_req *req)
+{
+	const struct sx_host_ops *ops = sx_hops(req->sr_ip1);
+	struct sx_swapext_intent si;
+	struct sx_swap_est est;
+	int error;
+
+	/*
+	 * No second estimate: @tp may hold an inode's block by now, which a
+	 * lookup outside it would wait for.  Without it reflink_prep cannot
+	 * know that the files are exchanged whole, so it never decides to
+	 * clear a flag: a flag left set only says blocks may be shared.
+	 */
+	sx_swapext_init_intent(req, &si);
+	memset(&est, 0, sizeof(est));
+	est.se_shared_skipped = true;
+	error = ops->ho_touch(tp, req->sr_ip1);
+	if (!error)
+		error = ops->ho_touch(tp, req->sr_ip2);
+	if (!error)
+		error = sx_swapext_reflink_prep(tp, &si, &est);
+	if (!error)
+		error = ops->ho_defer_swap(tp, &si);
+	return error;
+}

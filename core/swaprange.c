@@ -400,3 +400,114 @@ out_unlock:
 		*ufsr = fsr;
 	return error;
 }
+
+/* ------------------------------------------------- a host's own atomic swaps */
+
+/* Whether the range pair @sw may be queued, the swap's errnos. */
+static int sx_swaprange_queue_one(const struct sx_hswap *sw)
+{
+	struct sx_hinode *ip1 = sw->hw_ip1, *ip2 = sw->hw_ip2;
+	struct sx_host *h;
+	struct sx_hstat st1, st2;
+	u64 bs, end1, end2, maxblk;
+
+	if (!ip1 || !ip2 || ip1 == ip2 || sw->hw_blockcount == 0)
+		return -EINVAL;
+	h = ip1->hi_host;
+	if (ip2->hi_host != h)
+		return -EXDEV;
+	if (!sx_swaprange_host_ok(h) || !(h->h_features & SX_HOST_ATOMIC_SWAP))
+		return -EOPNOTSUPP;
+	sx_hstat(ip1, &st1);
+	sx_hstat(ip2, &st2);
+	if (sx_isdir(&st1) || sx_isdir(&st2))
+		return -EISDIR;
+	if (!sx_isreg(&st1) || !sx_isreg(&st2))
+		return -EINVAL;
+	if ((st1.hs_flags | st2.hs_flags) & (SX_HSTAT_IMMUTABLE | SX_HSTAT_APPEND))
+		return -EPERM;
+	if ((st1.hs_flags | st2.hs_flags) & SX_HSTAT_SWAPFILE)
+		return -ETXTBSY;
+	if (SX_CORE_CORRUPT(h, !sx_is_pow2(st1.hs_blksize) ||
+			  st1.hs_blksize != st2.hs_blksize))
+		return -EFSCORRUPTED;
+	bs = st1.hs_blksize;
+	maxblk = (u64)h->h_maxbytes / bs;
+	if (sw->hw_startoff1 >= maxblk || sw->hw_startoff2 >= maxblk ||
+	    sw->hw_blockcount > maxblk - sw->hw_startoff1 ||
+	    sw->hw_blockcount > maxblk - sw->hw_startoff2)
+		return -EFBIG;
+	end1 = (sw->hw_startoff1 + sw->hw_blockcount) * bs;
+	end2 = (sw->hw_startoff2 + sw->hw_blockcount) * bs;
+	if ((sw->hw_isize1 < 0) != (sw->hw_isize2 < 0) ||
+	    (sw->hw_isize1 < 0 && (sw->hw_isize1 != -1 || sw->hw_isize2 != -1)) ||
+	    sw->hw_isize1 > h->h_maxbytes || sw->hw_isize2 > h->h_maxbytes)
+		return -EINVAL;
+	/* without final sizes, no block may land past its new file's EOF block */
+	if (sw->hw_isize1 < 0 && (end1 > sx_roundup((u64)st1.hs_size, bs) ||
+				  end2 > sx_roundup((u64)st2.hs_size, bs)))
+		return -EINVAL;
+	return 0;
+}
+
+/* True if ranges @a and @b share a block of one inode. */
+static bool sx_swaprange_queue_overlap(const struct sx_hswap *a, const struct sx_hswap *b)
+{
+	struct sx_hinode *ia[2] = { a->hw_ip1, a->hw_ip2 }, *ib[2] = { b->hw_ip1, b->hw_ip2 };
+	u64 oa[2] = { a->hw_startoff1, a->hw_startoff2 };
+	u64 ob[2] = { b->hw_startoff1, b->hw_startoff2 };
+	u32 i, j;
+
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 2; j++)
+			if (ia[i] == ib[j] && oa[i] < ob[j] + b->hw_blockcount &&
+			    ob[j] < oa[i] + a->hw_blockcount)
+				return true;
+	return false;
+}
+
+/* The request of the swap machinery for range pair @sw. */
+static void sx_swaprange_queue_req(const struct sx_hswap *sw, struct sx_swap_req *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->sr_ip1 = sw->hw_ip1;
+	req->sr_ip2 = sw->hw_ip2;
+	req->sr_startoff1 = sw->hw_startoff1;
+	req->sr_startoff2 = sw->hw_startoff2;
+	req->sr_blockcount = sw->hw_blockcount;
+	req->sr_isize1 = sw->hw_isize1;
+	req->sr_isize2 = sw->hw_isize2;
+	if (sw->hw_isize1 >= 0)
+		req->sr_flags = SX_SWAPEXT_SET_SIZES;
+	req->sr_algo = SX_SWAP_ATOMIC;
+}
+
+int sx_swap_core_queue(struct sx_htrans *tp, const struct sx_hswap *sw, u32 n)
+{
+	struct sx_swap_req req;
+	u32 i, j;
+	int error;
+
+	if (!tp || (n && !sw))
+		return -EINVAL;
+	/* everything that can fail before anything changes in @tp */
+	for (i = 0; i < n; i++) {
+		error = sx_swaprange_queue_one(&sw[i]);
+		if (error)
+			return error;
+		for (j = 0; j < i; j++)
+			if (sx_swaprange_queue_overlap(&sw[i], &sw[j]))
+				return -EINVAL;
+		sx_swaprange_queue_req(&sw[i], &req);
+		error = sx_swapext_queue_check(&req);
+		if (error)
+			return error;
+	}
+	for (i = 0; i < n; i++) {
+		sx_swaprange_queue_req(&sw[i], &req);
+		error = sx_swapext_queue(tp, &req);
+		if (error)
+			return error;
+	}
+	return 0;
+}

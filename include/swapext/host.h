@@ -378,6 +378,53 @@ struct sx_hfile {
 SX_API int sx_swap_core_range(const struct sx_hfile *file1, const struct sx_hfile *file2,
 			      struct file_swap_range *fsr);
 
+/**
+ * struct sx_hswap - one range pair of sx_swap_core_queue()
+ * @hw_ip1, @hw_ip2:	the inodes (two different regular files of one host)
+ * @hw_startoff1, @hw_startoff2: the first file block of each range
+ * @hw_blockcount:	blocks to swap, at least 1
+ * @hw_isize1, @hw_isize2: the sizes both files get in the last step of this
+ *			range, or -1 for both to leave the sizes alone (the
+ *			ranges then lie within both files' EOF blocks)
+ */
+struct sx_hswap {
+	struct sx_hinode *hw_ip1;
+	struct sx_hinode *hw_ip2;
+	u64	hw_startoff1;
+	u64	hw_startoff2;
+	u64	hw_blockcount;
+	s64	hw_isize1;
+	s64	hw_isize2;
+};
+
+/**
+ * sx_swap_core_queue() - queue @n atomic swaps into the caller's
+ * transaction @tp, so that one transaction's commit promises them all
+ * @tp:	a transaction of the host (ho_trans_alloc or the host's own), big
+ *	enough for the first step of a chain plus @n SXIs and a change to
+ *	each inode; its next roll (ho_trans_roll) or commit logs the @n
+ *	intents together and runs the chains
+ * @sw:	the ranges; ranges of one inode may not overlap
+ * @n:	how many
+ *
+ * For a host's own atomic operations (the store's atomic write), which
+ * made the ranges themselves: there is no FISWAPRANGE request, and no
+ * flush or trim of EOF blocks (the caller's).  The caller holds every
+ * inode as ho_lock_two would, with the mappings in the ranges final.
+ * Every check and the estimate of every range comes first: on error @tp
+ * has not been changed.  Then each range touches both inodes, sets the
+ * reflink flags as a swap's first transaction does, and queues its SXI
+ * with ho_defer_swap.  After a crash, recovery finishes every range of a
+ * committed @tp, or none was started.
+ *
+ * Return: 0; -EOPNOTSUPP (the host cannot log SXIs), -EINVAL (a range of
+ * length 0, one inode twice in a pair, overlapping ranges of one inode,
+ * bad sizes), -EXDEV (inodes of two hosts), -EISDIR, -EPERM, -ETXTBSY (as
+ * the swap), -EFBIG (past h_maxbytes, or a fork could outgrow its extent
+ * count), or a host error.
+ */
+SX_API int sx_swap_core_queue(struct sx_htrans *tp, const struct sx_hswap *sw, u32 n);
+
 /* ------------------------------------------ the swap type's deferred work */
 
 /* si_iflags: in memory only */
