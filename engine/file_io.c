@@ -668,64 +668,93 @@ static int sx_io_set_size(struct sx_io *io, u64 size, enum sx_io_size how, u32 f
 	return sx_io_commit(io, tp);
 }
 
+/*
+ * Read up to @len bytes at @off of @io's file, whose iolock the caller
+ * holds: holes and unwritten blocks read as zeroes.
+ */
+static s64 sx_io_read(struct sx_io *io, void *buf, u64 len, u64 off)
+{
+	struct sx_mount *mp = io->io_mp;
+	struct sx_bmap_irec irec;
+	u8 *dst = buf;
+	u64 size, end, cur, stepend, boff, chunk, n, bno;
+	int error = 0;
+
+	size = sx_io_size(io);
+	if (off >= size || len == 0) {
+		cur = end = off;
+		goto out;
+	}
+	end = off + sx_min(len, size - off);
+	for (cur = off; cur < end; cur = stepend) {
+		error = sx_io_lookup(io, cur >> io->io_blog, &irec);
+		if (error)
+			break;
+		stepend = sx_min(end, sx_io_bytes(io, irec.br_startoff + irec.br_blockcount));
+		if (irec.br_startblock == SX_HOLE || irec.br_state == SX_BMAP_UNWRITTEN) {
+			memset(dst + (cur - off), 0, stepend - cur);
+			continue;
+		}
+		bno = irec.br_startblock + ((cur >> io->io_blog) - irec.br_startoff);
+		while (cur < stepend) {
+			boff = cur & (io->io_bsize - 1);
+			if (boff == 0 && stepend - cur >= io->io_bsize) {
+				n = sx_min((stepend - cur) >> io->io_blog,
+					   (u64)(SX_IO_MAX_BYTES >> io->io_blog));
+				if (n == 0)
+					n = 1;
+				error = sx_file_read_data(mp, bno, (u32)n, dst + (cur - off));
+				if (error)
+					goto out;
+				cur += n << io->io_blog;
+				bno += n;
+				continue;
+			}
+			chunk = sx_min(io->io_bsize - boff, stepend - cur);
+			error = sx_file_read_data(mp, bno, 1, io->io_buf);
+			if (error)
+				goto out;
+			memcpy(dst + (cur - off), io->io_buf + boff, chunk);
+			cur += chunk;
+			bno++;
+		}
+	}
+out:
+	if (error && cur == off)
+		return error;
+	return (s64)(cur - off);
+}
+
 /* Read up to @len bytes at @off: holes and unwritten blocks read as zeroes. */
 SX_API s64 sx_pread(struct sx_mount *mp, int fd, void *buf, u64 len, u64 off)
 {
-	struct sx_bmap_irec irec;
 	struct sx_io io;
-	u8 *dst = buf;
-	u64 size, end, cur, stepend, boff, chunk, n, bno;
+	s64 ret;
 	int error;
 
 	error = sx_io_begin(mp, fd, &io);
 	if (error)
 		return error;
 	sx_ilock(io.io_ip, SX_IOLOCK_SHARED);
-	size = sx_io_size(&io);
-	if (off >= size || len == 0) {
-		cur = end = off;
-		goto out_unlock;
-	}
-	end = off + sx_min(len, size - off);
-	for (cur = off; cur < end; cur = stepend) {
-		error = sx_io_lookup(&io, cur >> io.io_blog, &irec);
-		if (error)
-			break;
-		stepend = sx_min(end, sx_io_bytes(&io, irec.br_startoff + irec.br_blockcount));
-		if (irec.br_startblock == SX_HOLE || irec.br_state == SX_BMAP_UNWRITTEN) {
-			memset(dst + (cur - off), 0, stepend - cur);
-			continue;
-		}
-		bno = irec.br_startblock + ((cur >> io.io_blog) - irec.br_startoff);
-		while (cur < stepend) {
-			boff = cur & (io.io_bsize - 1);
-			if (boff == 0 && stepend - cur >= io.io_bsize) {
-				n = sx_min((stepend - cur) >> io.io_blog,
-					   (u64)(SX_IO_MAX_BYTES >> io.io_blog));
-				if (n == 0)
-					n = 1;
-				error = sx_file_read_data(mp, bno, (u32)n, dst + (cur - off));
-				if (error)
-					goto out_unlock;
-				cur += n << io.io_blog;
-				bno += n;
-				continue;
-			}
-			chunk = sx_min(io.io_bsize - boff, stepend - cur);
-			error = sx_file_read_data(mp, bno, 1, io.io_buf);
-			if (error)
-				goto out_unlock;
-			memcpy(dst + (cur - off), io.io_buf + boff, chunk);
-			cur += chunk;
-			bno++;
-		}
-	}
-out_unlock:
+	ret = sx_io_read(&io, buf, len, off);
 	sx_iunlock(io.io_ip, SX_IOLOCK_SHARED);
 	sx_io_end(&io);
-	if (error && cur == off)
-		return error;
-	return (s64)(cur - off);
+	return ret;
+}
+
+/* sx_io_read() for a caller outside the data path that holds @ip's iolock. */
+s64 sx_file_read(struct sx_inode *ip, void *buf, u64 len, u64 off)
+{
+	struct sx_io io;
+	s64 ret;
+
+	sx_io_of_inode(&io, ip);
+	io.io_buf = sx_alloc(io.io_bsize, 0);
+	if (!io.io_buf)
+		return -ENOMEM;
+	ret = sx_io_read(&io, buf, len, off);
+	sx_free(io.io_buf);
+	return ret;
 }
 
 /* Check a change of [@off, +@len) against the maximum file size. */

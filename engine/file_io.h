@@ -43,6 +43,11 @@ int sx_file_trim_eof(struct sx_inode *ip);
  */
 int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize);
 
+/**
+ * sx_file_read() - sx_pread() of the regular file @ip for a caller that
+ * holds its iolock (shared or exclusive): bytes read, or -errno
+ */
+s64 sx_file_read(struct sx_inode *ip, void *buf, u64 len, u64 off);
 /** sx_file_free_res() - log bytes of one step of sx_file_free_blocks() */
 u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip);
 
