@@ -462,6 +462,98 @@ SX_API int sx_update_commit(struct sx_mount *mp, struct sx_update *upd, uint32_t
  */
 SX_API int sx_update_cancel(struct sx_mount *mp, struct sx_update *upd);
 
+/*
+ * Atomic writes: write any range of a file so that it shows either all of
+ * its old bytes or all of the new, after a crash too, with no limit on
+ * size or alignment; or several ranges of several files as one change.
+ *
+ * How: the new bytes go out of place, into new blocks of a nameless file
+ * made for each file written (at the same file offsets; the old bytes of
+ * partial first and last blocks copied in around them), and one
+ * transaction then queues one swap intent (SXI, the atomic swap's) for
+ * each run of blocks written, all of them, whatever the number of files
+ * and ranges.  Once that transaction is in the log, recovery finishes
+ * every swap it promised; before it, nothing has changed.  A write that
+ * extends a file sets the new size in the swap that maps its last block,
+ * so size and data change together.  The nameless files, which then hold
+ * the old blocks, are freed at the end (or by recovery).  Needs the
+ * atomic_swap feature (mkfs -O atomic_swap).  Concurrent writers, readers
+ * and swaps of the files written wait for the call to finish.
+ *
+ * sx_update_start()/commit() remain for changes made piece by piece or of
+ * more than what fits in memory: they share the same swap machinery.
+ */
+
+/** The most ranges one sx_atomic_writev() takes. */
+#define SX_ATOMIC_IOV_MAX	64
+
+/* Flags of sx_atomic_write() and sx_atomic_writev(). */
+enum {
+	/*
+	 * Return without forcing the log: the change is atomic but becomes
+	 * durable only with the next log force (sx_fsync(), sx_sync(), a
+	 * later durable call).
+	 */
+	SX_ATOMIC_NOSYNC	= (1u << 0),
+};
+#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC)
+
+/**
+ * struct sx_atomic_iov - one range of sx_atomic_writev()
+ * @ai_fd:	the open regular file
+ * @ai_buf:	the new bytes
+ * @ai_len:	how many (0: the range writes nothing, but @ai_fd is checked)
+ * @ai_off:	where, in bytes (any offset; past EOF extends the file)
+ */
+struct sx_atomic_iov {
+	int		ai_fd;
+	int		ai_pad;
+	const void	*ai_buf;
+	uint64_t	ai_len;
+	uint64_t	ai_off;
+};
+
+/**
+ * sx_atomic_write() - write @len bytes of @buf at @off of @fd atomically
+ * and (without SX_ATOMIC_NOSYNC) durably
+ * @flags:	SX_ATOMIC_*
+ *
+ * After return the range holds the new bytes (and the file's size is at
+ * least @off + @len); after a crash at any point before it, all of the old
+ * bytes and size or all of the new; after it, the new.  Unlike
+ * sx_pwrite() it is never cut short: it writes everything or returns an
+ * error with the file unchanged.  A @len of 0 writes nothing and syncs
+ * nothing (@fd is checked).  The file's mtime and ctime are set.
+ *
+ * Return: 0; -EINVAL (NULL @mp, or @buf with @len > 0, unknown @flags,
+ * @off + @len wraps, not a regular file), -EBADF, -EISDIR, -EIO (shut
+ * down, device error), -EROFS, -EPERM (immutable or append-only),
+ * -ETXTBSY (in use as swap), -EFBIG (past SX_MAX_FILE_SIZE, or the
+ * extent map would outgrow its limit), -EOPNOTSUPP (no atomic_swap
+ * feature), -ENOSPC, -ENOMEM.  On error nothing has changed, unless the
+ * error shut the mount down (then recovery leaves all old or all new).
+ */
+SX_API int sx_atomic_write(struct sx_mount *mp, int fd, const void *buf, uint64_t len,
+			   uint64_t off, uint32_t flags);
+
+/**
+ * sx_atomic_writev() - write @n ranges, of one or several files, as one
+ * atomic change: after a crash, all of them or none
+ * @iov:	the ranges (at most SX_ATOMIC_IOV_MAX); ranges of one file
+ *		(by inode, whatever the descriptor) may not overlap, but may
+ *		share a block
+ * @flags:	SX_ATOMIC_*
+ *
+ * As sx_atomic_write() for each range, with one durable commit for all.
+ * A file twice through two descriptors is one file.
+ *
+ * Return: 0 (also for @n = 0); -EINVAL (too many ranges, NULL @iov with
+ * @n > 0, overlapping ranges of one file), any error of sx_atomic_write()
+ * for any range: nothing has changed in any file.
+ */
+SX_API int sx_atomic_writev(struct sx_mount *mp, const struct sx_atomic_iov *iov, uint32_t n,
+			    uint32_t flags);
+
 /** sx_strerror() - a message for a swapext error (negative errno) */
 SX_API const char *sx_strerror(int error);
 

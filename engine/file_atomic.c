@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Atomic writes (sx_atomic_write(), sx_atomic_writev()): any ranges of any
+ * files, all old or all new after a crash, with no size or alignment limit.
+ *
+ * The new bytes go out of place: each file written gets a nameless twin
+ * (a tmpfile), and every range is written into the twin at its own file
+ * offset, after the old bytes of the range's partial first and last
+ * blocks have been copied there (so each block of the twin that the swap
+ * will move holds exactly what the file must show).  The ranges of one
+ * file become runs of whole blocks (ranges that share or touch a block
+ * merge; past the old EOF block every run merges into the last, whose gap
+ * is holes in both files).  Then one transaction queues one atomic swap
+ * (SXI) per run with sx_swap_core_queue(): the deferred-work manager logs
+ * every intent of a transaction at its first roll (defer.c), so a single
+ * commit promises all the swaps, and recovery finishes all of them or
+ * none was started.  An SXI describes a range of any length with what is
+ * left of it, so the first transaction is bounded by the number of runs,
+ * not by their size.  The run that extends a file carries the final size
+ * (SET_SIZES): the core raises the size as the blocks land, and the last
+ * step sets it, so size and data change in the same chain.
+ *
+ * Why not a clone and sx_update: the clone shares every block of the file
+ * and the swap walks the whole file; here only the written blocks are
+ * new and only their runs are swapped.
+ *
+ * Locking.  The iolocks of the files written, exclusive, in inode-number
+ * order, for the whole call: no writer, truncate, clone or swap can
+ * change the old bytes copied into the twins, or the mappings swapped.
+ * The twins are written through the ordinary data path (it takes and
+ * drops their iolocks), then their iolocks are taken too (nobody else
+ * knows them).  The swap host (swap_host.c) expects its inodes paired and
+ * their ilocks held across the chain's rolls: after the transaction is
+ * allocated, every ilock is taken in inode-number order and each file is
+ * paired with its twin, so the host's join finds them held.
+ *
+ * Durability: the twins' data is written in place before the log force
+ * that makes the swap durable flushes the device (data before record).
+ * Unless SX_ATOMIC_NOSYNC, the log is forced before return.  The twins are
+ * closed at the end: their last close frees the old blocks they now hold;
+ * a crash before that leaves them on the unlinked list, which recovery
+ * frees.
+ */
+#include "util.h"
+#include "file.h"
+#include "file_io.h"
+#include "inode.h"
+#include "trans.h"
+#include "defer.h"
+#include "log.h"
+#include "mount.h"
+#include "dev.h"
+#include "swap_host.h"
+#include <swapext/swapext.h>
+
+/* Mode of a twin: it never gets a name. */
+#define SX_AW_TWIN_MODE		(SX_IFREG | 0600)
+
+/* One file written, and its twin. */
+struct sx_aw_file {
+	struct sx_inode	*f_ip;		/* referenced */
+	struct sx_inode	*f_tip;		/* the twin, referenced; NULL until made */
+	int		f_tfd;		/* the twin's descriptor, or -1 */
+	u64		f_oldsize;
+	u64		f_newsize;
+};
+
+/* One range with bytes to write. */
+struct sx_aw_range {
+	u32		r_file;		/* index into the files */
+	u32		r_iov;
+	u64		r_off;
+	u64		r_len;
+};
+
+/* The state of one call. */
+struct sx_aw {
+	struct sx_mount		*a_mp;
+	const struct sx_atomic_iov *a_iov;
+	u32			a_n;
+	struct sx_aw_file	*a_files;
+	u32			a_nfiles;
+	struct sx_aw_range	*a_ranges;
+	u32			a_nranges;
+	struct sx_hswap		*a_sw;
+	u32			a_nsw;
+	struct sx_inode		**a_lock;	/* files and twins, by inode number */
+	u32			a_nlock;
+	bool			a_iolocked;	/* the files' iolocks */
+	bool			a_tiolocked;	/* the twins' iolocks */
+	u8			*a_blk;		/* one block */
+};
+
+/* Whether the file @ip may be written atomically: the swap's errnos. */
+static int sx_aw_check_flags(const struct sx_inode *ip)
+{
+	if (ip->i_flags & (SX_DIFLAG_IMMUTABLE | SX_DIFLAG_APPEND))
+		return -EPERM;
+	if (ip->i_flags & SX_DIFLAG_SWAPFILE)
+		return -ETXTBSY;
+	return 0;
+}
+
+/* Check one range's numbers (its descriptor comes later). */
+static int sx_aw_check_iov(const struct sx_atomic_iov *v)
+{
+	if (v->ai_len == 0)
+		return 0;
+	if (!v->ai_buf || v->ai_off + v->ai_len < v->ai_off)
+		return -EINVAL;
+	if (v->ai_off >= SX_MAX_FILE_SIZE || v->ai_len > SX_MAX_FILE_SIZE - v->ai_off)
+		return -EFBIG;
+	return 0;
+}
+
+/* The file of descriptor @fd, added to the call's files if new; its index. */
+static int sx_aw_add_file(struct sx_aw *aw, int fd, u32 *idx)
+{
+	struct sx_inode *ip;
+	u32 i;
+	int error;
+
+	error = sx_fd_get(aw->a_mp, fd, &ip);
+	if (error)
+		return error;
+	if ((ip->i_mode & SX_IFMT) == SX_IFDIR) {
+		sx_irele(ip);
+		return -EISDIR;
+	}
+	if ((ip->i_mode & SX_IFMT) != SX_IFREG) {
+		sx_irele(ip);
+		return -EINVAL;
+	}
+	for (i = 0; i < aw->a_nfiles; i++) {
+		if (aw->a_files[i].f_ip == ip) {
+			sx_irele(ip);
+			*idx = i;
+			return 0;
+		}
+	}
+	aw->a_files[i].f_ip = ip;
+	aw->a_files[i].f_tip = NULL;
+	aw->a_files[i].f_tfd = -1;
+	aw->a_nfiles++;
+	*idx = i;
+	return 0;
+}
+
+/* Sort the ranges by file, then offset (insertion sort: at most 64). */
+static void sx_aw_sort_ranges(struct sx_aw *aw)
+{
+	u32 i, j;
+
+	for (i = 1; i < aw->a_nranges; i++) {
+		struct sx_aw_range r = aw->a_ranges[i];
+
+		for (j = i; j > 0; j--) {
+			const struct sx_aw_range *p = &aw->a_ranges[j - 1];
+
+			if (p->r_file < r.r_file || (p->r_file == r.r_file && p->r_off <= r.r_off))
+				break;
+			aw->a_ranges[j] = *p;
+		}
+		aw->a_ranges[j] = r;
+	}
+}
+
+/* Sort the inodes to lock by inode number. */
+static void sx_aw_sort_locks(struct sx_aw *aw)
+{
+	u32 i, j;
+
+	for (i = 1; i < aw->a_nlock; i++) {
+		struct sx_inode *ip = aw->a_lock[i];
+
+		for (j = i; j > 0 && aw->a_lock[j - 1]->i_ino > ip->i_ino; j--)
+			aw->a_lock[j] = aw->a_lock[j - 1];
+		aw->a_lock[j] = ip;
+	}
+}
+
+/* True if @ip is one of the twins of @aw. */
+static bool sx_aw_is_twin(const struct sx_aw *aw, const struct sx_inode *ip)
+{
+	u32 k;
+
+	for (k = 0; k < aw->a_nfiles; k++)
+		if (aw->a_files[k].f_tip == ip)
+			return true;
+	return false;
+}
+
+/* Take (@lock) or drop the lock @mode of the files, or of the twins. */
+static void sx_aw_lock(struct sx_aw *aw, bool twins, u32 mode, bool lock)
+{
+	u32 i;
+
+	for (i = 0; i < aw->a_nlock; i++) {
+		struct sx_inode *ip = aw->a_lock[i];
+
+		if (sx_aw_is_twin(aw, ip) != twins)
+			continue;
+		if (lock)
+			sx_ilock(ip, mode);
+		else
+			sx_iunlock(ip, mode);
+	}
+}
+
+/* Take every ilock in inode-number order and pair each file with its twin. */
+static void sx_aw_join(struct sx_aw *aw)
+{
+	u32 i;
+
+	for (i = 0; i < aw->a_nlock; i++) {
+		sx_ilock(aw->a_lock[i], SX_ILOCK_EXCL);
+		aw->a_lock[i]->i_swap_ilocked = true;
+	}
+	for (i = 0; i < aw->a_nfiles; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		f->f_ip->i_swap_peer = f->f_tip;
+		f->f_tip->i_swap_peer = f->f_ip;
+	}
+}
+
+/* Undo sx_aw_join(). */
+static void sx_aw_unjoin(struct sx_aw *aw)
+{
+	u32 i;
+
+	for (i = 0; i < aw->a_nfiles; i++) {
+		aw->a_files[i].f_ip->i_swap_peer = NULL;
+		aw->a_files[i].f_tip->i_swap_peer = NULL;
+	}
+	for (i = aw->a_nlock; i > 0; i--) {
+		aw->a_lock[i - 1]->i_swap_ilocked = false;
+		sx_iunlock(aw->a_lock[i - 1], SX_ILOCK_EXCL);
+	}
+}
+
+/* Write @len bytes of @buf at @off of twin @f, all of them. */
+static int sx_aw_put(struct sx_aw *aw, struct sx_aw_file *f, const void *buf, u64 len, u64 off)
+{
+	const u8 *p = buf;
+
+	/* a write cut short by an error returns what it wrote: go on for the error */
+	while (len) {
+		s64 n = sx_pwrite(aw->a_mp, f->f_tfd, p, len, off);
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += (u64)n;
+		len -= (u64)n;
+	}
+	return 0;
+}
+
+/*
+ * Copy into the twin the old bytes of file block @fb of @f (up to the old
+ * EOF), for a range that covers only part of the block.
+ */
+static int sx_aw_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb)
+{
+	u64 bs = aw->a_mp->m_bsize, pos = fb * bs, len;
+	s64 n;
+
+	if (pos >= f->f_oldsize)
+		return 0;
+	len = sx_min(bs, f->f_oldsize - pos);
+	n = sx_file_read(f->f_ip, aw->a_blk, len, pos);
+	if (n < 0)
+		return (int)n;
+	if ((u64)n != len)
+		return -EIO;
+	return sx_aw_put(aw, f, aw->a_blk, len, pos);
+}
+
+/*
+ * Fill every twin: first the old bytes of each range's partial blocks
+ * (all of them before any new byte, since two ranges may share a block),
+ * then the new bytes.
+ */
+static int sx_aw_fill(struct sx_aw *aw)
+{
+	u64 bs = aw->a_mp->m_bsize;
+	u32 i;
+	int error;
+
+	for (i = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+		struct sx_aw_file *f = &aw->a_files[r->r_file];
+		u64 end = r->r_off + r->r_len;
+
+		if (r->r_off % bs) {
+			error = sx_aw_copy_old(aw, f, r->r_off / bs);
+			if (error)
+				return error;
+		}
+		/* the last block, unless it is the first one, copied already */
+		if (end % bs && !((r->r_off % bs) && end / bs == r->r_off / bs)) {
+			error = sx_aw_copy_old(aw, f, end / bs);
+			if (error)
+				return error;
+		}
+	}
+	for (i = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+
+		error = sx_aw_put(aw, &aw->a_files[r->r_file], aw->a_iov[r->r_iov].ai_buf,
+				  r->r_len, r->r_off);
+		if (error)
+			return error;
+	}
+	return 0;
+}
+
+/*
+ * The runs of whole blocks to swap, one SXI each: the ranges of a file
+ * merged where their blocks meet, and everything past the old EOF block
+ * merged into the last run, which sets the sizes when the file grows.
+ */
+static void sx_aw_runs(struct sx_aw *aw)
+{
+	u64 bs = aw->a_mp->m_bsize;
+	struct sx_hswap *cur = NULL;
+	u32 i, curfile = 0;
+
+	aw->a_nsw = 0;
+	for (i = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+		struct sx_aw_file *f = &aw->a_files[r->r_file];
+		u64 b0 = r->r_off / bs, b1 = sx_howmany(r->r_off + r->r_len, bs);
+		u64 eofblk = sx_howmany(f->f_oldsize, bs);
+
+		if (cur && curfile == r->r_file &&
+		    (b0 <= cur->hw_startoff1 + cur->hw_blockcount ||
+		     cur->hw_startoff1 + cur->hw_blockcount >= eofblk)) {
+			cur->hw_blockcount = sx_max(cur->hw_blockcount, b1 - cur->hw_startoff1);
+			continue;
+		}
+		cur = &aw->a_sw[aw->a_nsw++];
+		curfile = r->r_file;
+		cur->hw_ip1 = &f->f_tip->i_hinode;
+		cur->hw_ip2 = &f->f_ip->i_hinode;
+		cur->hw_startoff1 = b0;
+		cur->hw_startoff2 = b0;
+		cur->hw_blockcount = b1 - b0;
+		cur->hw_isize1 = -1;
+		cur->hw_isize2 = -1;
+	}
+	/* the last run of a growing file sets both sizes */
+	for (i = 0; i < aw->a_nsw; i++) {
+		struct sx_hswap *sw = &aw->a_sw[i];
+		struct sx_inode *ip = sx_container_of(sw->hw_ip2, struct sx_inode, i_hinode);
+		struct sx_inode *tip = sx_container_of(sw->hw_ip1, struct sx_inode, i_hinode);
+		u32 k;
+
+		if (i + 1 < aw->a_nsw && aw->a_sw[i + 1].hw_ip2 == sw->hw_ip2)
+			continue;
+		for (k = 0; k < aw->a_nfiles; k++) {
+			const struct sx_aw_file *f = &aw->a_files[k];
+
+			if (f->f_ip == ip && f->f_newsize > f->f_oldsize) {
+				sw->hw_isize2 = (s64)f->f_newsize;
+				sw->hw_isize1 = (s64)tip->i_size;
+			}
+		}
+	}
+}
+
+/*
+ * Log bytes of the first transaction: a chain's step, and for each run its
+ * intent and both inode cores (touch, reflink flag).
+ */
+static u32 sx_aw_res(const struct sx_aw *aw)
+{
+	const struct sx_mount *mp = aw->a_mp;
+
+	return sx_swap_host_res(mp) +
+	       aw->a_nsw * (sx_trans_op_bytes(sizeof(struct sx_dlog_intent) +
+					      sizeof(struct sx_dlog_swapext)) +
+			    2 * sx_inode_res_bytes(mp));
+}
+
+/* Queue every run's swap in one transaction and commit it (the chains run). */
+static int sx_aw_commit(struct sx_aw *aw, u32 flags)
+{
+	struct sx_mount *mp = aw->a_mp;
+	struct sx_trans *tp;
+	int error;
+
+	error = sx_trans_alloc(mp, sx_aw_res(aw), 0, &tp);
+	if (error)
+		return error;
+	sx_aw_join(aw);
+	error = sx_swap_core_queue((struct sx_htrans *)tp, aw->a_sw, aw->a_nsw);
+	if (error) {
+		/* the core checks everything before it changes anything */
+		if (tp->t_flags & SX_TRANS_DIRTY)
+			sx_force_shutdown(mp, error, "atomic write: a queued swap failed (%d)",
+					  error);
+		sx_trans_cancel(tp);
+		sx_aw_unjoin(aw);
+		return error;
+	}
+	error = sx_trans_commit(tp);
+	sx_aw_unjoin(aw);
+	if (!error && !(flags & SX_ATOMIC_NOSYNC))
+		error = sx_log_force(mp);
+	return error;
+}
+
+/* Make the twins and fill them; the files are locked. */
+static int sx_aw_twins(struct sx_aw *aw)
+{
+	u32 i;
+	int error;
+
+	for (i = 0; i < aw->a_nfiles; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		error = sx_open_tmpfile(aw->a_mp, SX_AW_TWIN_MODE, &f->f_tfd);
+		if (error) {
+			f->f_tfd = -1;
+			return error;
+		}
+		error = sx_fd_get(aw->a_mp, f->f_tfd, &f->f_tip);
+		if (error)
+			return error;
+		aw->a_lock[aw->a_nlock++] = f->f_tip;
+	}
+	return sx_aw_fill(aw);
+}
+
+/*
+ * Lock the files, check them as the swap would, and learn their sizes;
+ * a file that grows loses first whatever a crash left past its EOF and
+ * the old bytes of its EOF block's tail (as the data path does).
+ */
+static int sx_aw_lock_files(struct sx_aw *aw)
+{
+	u32 i;
+	int error;
+
+	for (i = 0; i < aw->a_nfiles; i++)
+		aw->a_lock[aw->a_nlock++] = aw->a_files[i].f_ip;
+	sx_aw_sort_locks(aw);
+	sx_aw_lock(aw, false, SX_IOLOCK_EXCL, true);
+	aw->a_iolocked = true;
+	for (i = 0; i < aw->a_nfiles; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		sx_ilock(f->f_ip, SX_ILOCK_EXCL);
+		error = sx_aw_check_flags(f->f_ip);
+		f->f_oldsize = f->f_ip->i_size;
+		sx_iunlock(f->f_ip, SX_ILOCK_EXCL);
+		if (error)
+			return error;
+		f->f_newsize = f->f_oldsize;
+	}
+	for (i = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+		struct sx_aw_file *f = &aw->a_files[r->r_file];
+
+		f->f_newsize = sx_max(f->f_newsize, r->r_off + r->r_len);
+	}
+	for (i = 0; i < aw->a_nfiles; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		error = sx_file_prepare_grow(f->f_ip, f->f_newsize);
+		if (error)
+			return error;
+	}
+	return 0;
+}
+
+/* Release everything of @aw: locks, twins (their last close frees them), memory. */
+static int sx_aw_release(struct sx_aw *aw, int error)
+{
+	u32 i;
+	int error2;
+
+	if (aw->a_tiolocked)
+		sx_aw_lock(aw, true, SX_IOLOCK_EXCL, false);
+	if (aw->a_iolocked)
+		sx_aw_lock(aw, false, SX_IOLOCK_EXCL, false);
+	for (i = 0; aw->a_files && i < aw->a_nfiles; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		if (f->f_tip)
+			sx_irele(f->f_tip);
+		if (f->f_tfd >= 0) {
+			error2 = sx_close(aw->a_mp, f->f_tfd);
+			if (!error)
+				error = error2;
+		}
+		sx_irele(f->f_ip);
+	}
+	sx_free(aw->a_files);
+	sx_free(aw->a_ranges);
+	sx_free(aw->a_sw);
+	sx_free(aw->a_lock);
+	sx_free(aw->a_blk);
+	return error;
+}
+
+/* True if two ranges of one file overlap (they are sorted). */
+static bool sx_aw_overlap(const struct sx_aw *aw)
+{
+	u32 i;
+
+	for (i = 1; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *p = &aw->a_ranges[i - 1], *r = &aw->a_ranges[i];
+
+		if (p->r_file == r->r_file && p->r_off + p->r_len > r->r_off)
+			return true;
+	}
+	return false;
+}
+
+/* Allocate the call's tables for @n ranges. */
+static int sx_aw_alloc(struct sx_aw *aw, u32 n)
+{
+	aw->a_files = sx_zalloc(n * sizeof(*aw->a_files), 0);
+	aw->a_ranges = sx_zalloc(n * sizeof(*aw->a_ranges), 0);
+	aw->a_sw = sx_zalloc(n * sizeof(*aw->a_sw), 0);
+	aw->a_lock = sx_zalloc(2 * n * sizeof(*aw->a_lock), 0);
+	aw->a_blk = sx_alloc(aw->a_mp->m_bsize, 0);
+	if (!aw->a_files || !aw->a_ranges || !aw->a_sw || !aw->a_lock || !aw->a_blk)
+		return -ENOMEM;
+	return 0;
+}
+
+SX_API int sx_atomic_writev(struct sx_mount *mp, const struct sx_atomic_iov *iov, u32 n,
+			    u32 flags)
+{
+	struct sx_aw aw;
+	u32 i;
+	int error;
+
+	if (!mp || (flags & ~SX_ATOMIC_ALL_FLAGS) || n > SX_ATOMIC_IOV_MAX || (n && !iov))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	if (sx_is_shutdown(mp))
+		return -EIO;
+	for (i = 0; i < n; i++) {
+		error = sx_aw_check_iov(&iov[i]);
+		if (error)
+			return error;
+	}
+	memset(&aw, 0, sizeof(aw));
+	aw.a_mp = mp;
+	aw.a_iov = iov;
+	aw.a_n = n;
+	error = sx_aw_alloc(&aw, n);
+	if (error)
+		return sx_aw_release(&aw, error);
+
+	/* every descriptor, also of an empty range */
+	for (i = 0; i < n; i++) {
+		u32 idx;
+
+		error = sx_aw_add_file(&aw, iov[i].ai_fd, &idx);
+		if (error)
+			return sx_aw_release(&aw, error);
+		if (iov[i].ai_len == 0)
+			continue;
+		aw.a_ranges[aw.a_nranges].r_file = idx;
+		aw.a_ranges[aw.a_nranges].r_iov = i;
+		aw.a_ranges[aw.a_nranges].r_off = iov[i].ai_off;
+		aw.a_ranges[aw.a_nranges].r_len = iov[i].ai_len;
+		aw.a_nranges++;
+	}
+	if (mp->m_flags & SX_MF_RDONLY)
+		return sx_aw_release(&aw, -EROFS);
+	if (!(mp->m_host.h_features & SX_HOST_ATOMIC_SWAP))
+		return sx_aw_release(&aw, -EOPNOTSUPP);
+	sx_aw_sort_ranges(&aw);
+	if (sx_aw_overlap(&aw))
+		return sx_aw_release(&aw, -EINVAL);
+
+	error = sx_aw_lock_files(&aw);
+	if (error || aw.a_nranges == 0)
+		return sx_aw_release(&aw, error);
+	error = sx_aw_twins(&aw);
+	if (error)
+		return sx_aw_release(&aw, error);
+	sx_aw_lock(&aw, true, SX_IOLOCK_EXCL, true);
+	aw.a_tiolocked = true;
+	sx_aw_sort_locks(&aw);
+	sx_aw_runs(&aw);
+	error = sx_aw_commit(&aw, flags);
+	return sx_aw_release(&aw, error);
+}
+
+SX_API int sx_atomic_write(struct sx_mount *mp, int fd, const void *buf, u64 len, u64 off,
+			   u32 flags)
+{
+	struct sx_atomic_iov v;
+
+	memset(&v, 0, sizeof(v));
+	v.ai_fd = fd;
+	v.ai_buf = buf;
+	v.ai_len = len;
+	v.ai_off = off;
+	return sx_atomic_writev(mp, &v, 1, flags);
+}
