@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Crash tests of the atomic write (sx_atomic_write(), sx_atomic_writev()).
+ *
+ * Three files: a (blocks with holes, a partial last block), b (every block
+ * its own extent: written in turn with the bystander z, so a range of b
+ * spans many mappings) and c (one partial block).  The sequence:
+ *  1. an atomic write into a, unaligned, over holes and written blocks;
+ *  2. one vectored write over the three files: two ranges of a sharing a
+ *     block and one growing it, a multi-extent range of b, c grown far;
+ *  3. a large atomic write of b that grows it, over its many extents.
+ * Each call is durable when it returns.  The power is cut at every device
+ * write of the sequence (normal level; every 4th with quick), the volatile
+ * writes kept, dropped or torn in turn (long: every write in each mode,
+ * and the recovery itself cut).  After recovery the three files equal, in
+ * size and every byte, the models after some number k of the calls, the
+ * same k for all three (the vectored write all or nothing across files),
+ * k between the last call that returned and that one plus the call the
+ * cut interrupted; z is as it was, the names are a, b, c, z; the checker
+ * is clean (it walks every block: the twins and the blocks they held are
+ * freed, nothing leaks) and a second recovery changes nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sxswap.h"
+#include "sxcrash.h"
+
+#define BS		1024u
+#define NF		4		/* a, b, c, z */
+#define NOPS		3
+#define MAXSZ		(160u * BS)
+
+static const char *const names[NF] = { "a", "b", "c", "z" };
+
+/* A state of all files: sizes and bytes. */
+struct state {
+	u64	size[NF];
+	u8	*b[NF];
+};
+
+/* One range of a call. */
+struct rng {
+	int	f;
+	u64	off, len;
+};
+
+/* The calls: ranges (len 0 ends the list); one range: sx_atomic_write(). */
+static const struct rng ops[NOPS][6] = {
+	{ { 0, 10 * BS + 300, 9 * BS + 11 } },
+	{ { 0, 2 * BS + 5, 40 }, { 0, 2 * BS + 100, 900 }, { 0, 40 * BS - 7, 3 * BS },
+	  { 1, 3 * BS + 512, 20 * BS }, { 2, 90 * BS + 1, 100 } },
+	{ { 1, 10 * BS + 1, 100 * BS } },
+};
+
+static struct state st[NOPS + 1];
+static u8 *opbuf[NOPS][6];
+static struct sx_bdev *pristine;
+
+/* Fill @buf with bytes of a fixed sequence seeded @seed, never zero. */
+static void rfill(u8 *buf, u64 len, u64 seed)
+{
+	u64 i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(sxt_rand(&seed) >> 24) | 1;
+}
+
+static void state_apply(struct state *s, int f, const u8 *buf, u64 off, u64 len)
+{
+	VERIFY(off + len <= MAXSZ);
+	memcpy(s->b[f] + off, buf, len);
+	if (off + len > s->size[f])
+		s->size[f] = off + len;
+}
+
+/* Write @len bytes seeded @seed at @off of @fd, and into @s. */
+static void put(struct sx_mount *mp, int fd, struct state *s, int f, u64 off, u64 len, u64 seed)
+{
+	u8 *buf = malloc(len);
+
+	VERIFY(buf);
+	rfill(buf, len, seed);
+	VERIFY(sx_pwrite(mp, fd, buf, len, off) == (s64)len);
+	state_apply(s, f, buf, off, len);
+	free(buf);
+}
+
+/* The pristine image and state 0. */
+static void make_pristine(void)
+{
+	struct sx_mount *mp;
+	int fd[NF], i;
+	u64 k;
+
+	pristine = sxs_mkimg(12ull << 20, BS, 1024, true);
+	VERIFY(sx_mount(pristine, NULL, &mp) == 0);
+	for (i = 0; i < NF; i++)
+		VERIFY(sx_create(mp, names[i], 0644, &fd[i]) == 0);
+	/* a: 48 blocks and a tail, a hole every 6th block */
+	for (k = 0; k < 48; k++)
+		if (k % 6 != 4)
+			put(mp, fd[0], &st[0], 0, k * BS, BS, 100 + k);
+	put(mp, fd[0], &st[0], 0, 48 * BS, 333, 99);
+	/* b and z in turn: one-block extents */
+	for (k = 0; k < 40; k++) {
+		put(mp, fd[1], &st[0], 1, k * BS, BS, 200 + k);
+		put(mp, fd[3], &st[0], 3, k * BS, BS, 300 + k);
+	}
+	put(mp, fd[2], &st[0], 2, 0, 500, 400);
+	for (i = 0; i < NF; i++)
+		sx_close(mp, fd[i]);
+	VERIFY(sx_unmount(mp) == 0);
+}
+
+/* The states after each call, and the calls' buffers. */
+static void make_states(void)
+{
+	int k, i, f;
+
+	for (k = 0; k <= NOPS; k++)
+		for (f = 0; f < NF; f++) {
+			if (!st[k].b[f])
+				st[k].b[f] = calloc(1, MAXSZ);
+			VERIFY(st[k].b[f]);
+		}
+	make_pristine();
+	for (k = 1; k <= NOPS; k++) {
+		for (f = 0; f < NF; f++) {
+			memcpy(st[k].b[f], st[k - 1].b[f], MAXSZ);
+			st[k].size[f] = st[k - 1].size[f];
+		}
+		for (i = 0; ops[k - 1][i].len; i++) {
+			const struct rng *r = &ops[k - 1][i];
+
+			opbuf[k - 1][i] = malloc(r->len);
+			VERIFY(opbuf[k - 1][i]);
+			rfill(opbuf[k - 1][i], r->len, 1000 * k + i);
+			state_apply(&st[k], r->f, opbuf[k - 1][i], r->off, r->len);
+		}
+	}
+}
+
+/* What a run reached. */
+struct run {
+	int	nreturned;	/* calls that returned 0 */
+	bool	in_op;		/* the cut came inside a call */
+	int	error;
+};
+
+/* Call @k (1-based). */
+static int one_op(struct sx_mount *mp, const int *fd, int k)
+{
+	struct sx_atomic_iov v[6];
+	int i;
+
+	memset(v, 0, sizeof(v));
+	for (i = 0; ops[k - 1][i].len; i++) {
+		v[i].ai_fd = fd[ops[k - 1][i].f];
+		v[i].ai_buf = opbuf[k - 1][i];
+		v[i].ai_len = ops[k - 1][i].len;
+		v[i].ai_off = ops[k - 1][i].off;
+	}
+	if (i == 1)
+		return sx_atomic_write(mp, v[0].ai_fd, v[0].ai_buf, v[0].ai_len, v[0].ai_off, 0);
+	return sx_atomic_writev(mp, v, (u32)i, 0);
+}
+
+static struct sx_mount_opts wl_opts;
+
+static void workload(struct sx_bdev *bd, struct run *r)
+{
+	struct sx_mount *mp;
+	int fd[NF], i, k, error;
+
+	r->nreturned = 0;
+	r->in_op = false;
+	r->error = sx_mount(bd, &wl_opts, &mp);
+	if (r->error)
+		return;
+	for (i = 0; i < NF; i++)
+		fd[i] = -1;
+	for (i = 0; !r->error && i < NF; i++)
+		r->error = sx_open(mp, names[i], &fd[i]);
+	for (k = 1; !r->error && k <= NOPS; k++) {
+		r->in_op = true;
+		r->error = one_op(mp, fd, k);
+		if (!r->error) {
+			r->in_op = false;
+			r->nreturned = k;
+		}
+	}
+	for (i = 0; i < NF; i++)
+		if (fd[i] >= 0)
+			sx_close(mp, fd[i]);
+	error = sx_unmount(mp);
+	if (!r->error)
+		r->error = error;
+}
+
+static int count_name(void *arg, const char *name, u64 ino)
+{
+	int *n = arg, i;
+
+	for (i = 0; i < NF; i++)
+		if (!strcmp(name, names[i]))
+			break;
+	*n += i < NF ? 1 : 100;
+	return 0;
+}
+
+/* The file @f now equals state @s; a message in @msg if not. */
+static bool file_is(struct sx_mount *mp, int f, const struct state *s, u8 *buf, char *msg,
+		    size_t len)
+{
+	struct sx_stat sb;
+	int fd;
+	bool ok;
+
+	if (sx_open(mp, names[f], &fd) || sx_fstat(mp, fd, &sb)) {
+		snprintf(msg, len, "%s: cannot open", names[f]);
+		return false;
+	}
+	ok = sb.st_size == s->size[f] &&
+	     sx_pread(mp, fd, buf, sb.st_size, 0) == (s64)sb.st_size &&
+	     !memcmp(buf, s->b[f], sb.st_size);
+	if (!ok)
+		snprintf(msg, len, "%s: size %llu (state %llu) or bytes differ", names[f],
+			 (unsigned long long)sb.st_size, (unsigned long long)s->size[f]);
+	sx_close(mp, fd);
+	return ok;
+}
+
+/* All files equal one state k in the window. */
+static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
+{
+	const struct run *r = arg;
+	int hi = r->nreturned + (r->in_op ? 1 : 0), k, f, n = 0;
+	static u8 buf[MAXSZ];
+	char msg[160], first[200] = "";
+	bool ok = false;
+
+	SXC_CHECK(sx_readdir(mp, count_name, &n) == 0 && n == NF, "%s: names", what);
+	SXC_CHECK(file_is(mp, 3, &st[0], buf, msg, sizeof(msg)), "%s: z: %s", what, msg);
+	for (k = r->nreturned; !ok && k <= hi && k <= NOPS; k++) {
+		ok = true;
+		for (f = 0; ok && f < 3; f++)
+			ok = file_is(mp, f, &st[k], buf, msg, sizeof(msg));
+		if (!ok && !first[0])
+			snprintf(first, sizeof(first), "k=%d: %s", k, msg);
+	}
+	SXC_CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->nreturned, hi, first);
+	return 0;
+}
+
+static u64 in_op;
+
+static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
+{
+	struct run *r = arg;
+	struct sx_bdev *img = sxt_bdev_copy(pristine);
+	struct sx_bdev *cbd = sxc_cut_dev(img, w * 7 + mode, w, mode, NULL);
+	char what[96];
+	int ret = -1;
+
+	workload(cbd, r);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "write %llu %s (after %d calls%s)",
+		 (unsigned long long)w, sxf_mode_name(mode), r->nreturned,
+		 r->in_op ? ", in a call" : "");
+	in_op += r->in_op;
+	if (r->error == 0) {
+		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
+	} else {
+		ret = sxc_recover_verify(img, 0, files_ok, r, what);
+		/* long: cut the recovery of a cut inside the vectored write too */
+		if (ret >= 0 && sxc_level() == SXC_LONG && r->in_op && r->nreturned == 1) {
+			struct sxc_cuts rc = { .step = 3 };
+
+			sxc_cut_recovery(img, &rc, w, 0, files_ok, r, ret);
+		}
+	}
+	sx_bdev_destroy(img);
+	return ret;
+}
+
+int main(void)
+{
+	struct sxc_cuts cuts = { 0 };
+	struct sx_crashdev_stats cs;
+	struct sx_bdev *img, *cbd;
+	struct sx_crashdev *cd;
+	struct run r;
+	u64 points = 0;
+	int k, f, i, mode;
+
+	sxc_start();
+	cuts.step = sxc_pick(4, 1, 1);
+	cuts.per_point = sxc_pick(1, 1, 3);
+	make_states();
+	for (mode = 0; mode < 2; mode++) {
+		wl_opts.mo_flags = mode ? SX_MOUNT_LOG_EACH : 0;
+		printf("%s:\n", mode ? "a log record per transaction (LOG_EACH)" :
+		       "the log's default queue");
+		img = sxt_bdev_copy(pristine);
+		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
+		workload(cbd, &r);
+		sx_crashdev_get_stats(cd, &cs);
+		sx_bdev_destroy(cbd);
+		if (r.error || r.nreturned != NOPS) {
+			sxc_fail("the uncut workload: %s, %d calls", sx_strerror(r.error),
+				 r.nreturned);
+		} else {
+			sxc_tally(sxc_recover_verify(img, 0, files_ok, &r, "uncut run"));
+		}
+		sx_bdev_destroy(img);
+		printf("%d calls, %llu writes, %llu flushes; cutting every %llu\n", NOPS,
+		       (unsigned long long)cs.cs_writes, (unsigned long long)cs.cs_flushes,
+		       (unsigned long long)cuts.step);
+		cuts.last = cs.cs_writes;
+		points += sxc_cut_writes(&cuts, crash_at, &r);
+	}
+	printf("crash points: %llu (%llu inside a call)\n", (unsigned long long)points,
+	       (unsigned long long)in_op);
+	for (k = 0; k <= NOPS; k++)
+		for (f = 0; f < NF; f++)
+			free(st[k].b[f]);
+	for (k = 0; k < NOPS; k++)
+		for (i = 0; i < 6; i++)
+			free(opbuf[k][i]);
+	sx_bdev_destroy(pristine);
+	return sxc_end();
+}
