@@ -522,6 +522,146 @@ static int io_cancelupdate(struct io_state *s, int argc, char **argv)
 	return error;
 }
 
+/* The most bytes one atomic write of the tool takes (they are held in memory). */
+#define IO_AWRITE_MAX	(1ull << 30)
+
+/* Parse an optional "-S BYTE" and "-n" in any order from argv[1..]; index of the rest. */
+static int io_aflags(int argc, char **argv, unsigned long *pat, u32 *flags, bool pattern)
+{
+	char *end;
+	int i = 1;
+
+	while (i < argc && argv[i][0] == '-' && argv[i][1]) {
+		if (!strcmp(argv[i], "-n")) {
+			*flags |= SX_ATOMIC_NOSYNC;
+			i++;
+		} else if (pattern && !strcmp(argv[i], "-S") && i + 1 < argc) {
+			*pat = strtoul(argv[i + 1], &end, 0);
+			if (*end || *pat > 0xff)
+				return -EINVAL;
+			i += 2;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return i;
+}
+
+/*
+ * awrite [-S BYTE] [-n] OFF LEN: write LEN bytes of BYTE (default 0xcd) at
+ * OFF of the current file atomically (sx_atomic_write(): all old or all
+ * new after a crash) and durably (-n: not forced to the log).
+ */
+static int io_awrite(struct io_state *s, int argc, char **argv)
+{
+	unsigned long pat = 0xcd;
+	u64 off, len;
+	u32 flags = 0;
+	u8 *buf;
+	int i, error;
+
+	i = io_aflags(argc, argv, &pat, &flags, true);
+	if (i < 0)
+		return i;
+	if (argc - i != 2)
+		return -EINVAL;
+	error = io_num(argv[i], &off);
+	if (!error)
+		error = io_num(argv[i + 1], &len);
+	if (error)
+		return error;
+	if (len > IO_AWRITE_MAX)
+		return -EFBIG;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, (int)pat, len);
+	error = sx_atomic_write(s->s_mp, io_fd(s), buf, len, off, flags);
+	free(buf);
+	if (!error)
+		printf("atomically wrote %llu bytes at offset %llu\n", (unsigned long long)len,
+		       (unsigned long long)off);
+	return error;
+}
+
+/*
+ * One range of awritev, "NAME:OFF:LEN[:BYTE]", NAME an open file of the
+ * run (the last opened under that name); the bytes in *@bufp.
+ */
+static int io_arange(struct io_state *s, char *arg, struct sx_atomic_iov *v, u8 **bufp)
+{
+	char *off = strchr(arg, ':'), *len, *pat, *end;
+	unsigned long b = 0xcd;
+	int i, error;
+
+	if (!off)
+		return -EINVAL;
+	*off++ = '\0';
+	len = strchr(off, ':');
+	if (!len)
+		return -EINVAL;
+	*len++ = '\0';
+	pat = strchr(len, ':');
+	if (pat) {
+		*pat++ = '\0';
+		b = strtoul(pat, &end, 0);
+		if (*end || !*pat || b > 0xff)
+			return -EINVAL;
+	}
+	for (i = s->s_nfiles - 1; i >= 0; i--)
+		if (!strcmp(s->s_files[i].f_name, arg))
+			break;
+	if (i < 0)
+		return -ENOENT;
+	v->ai_fd = s->s_files[i].f_fd;
+	error = io_num(off, &v->ai_off);
+	if (!error)
+		error = io_num(len, &v->ai_len);
+	if (error)
+		return error;
+	if (v->ai_len > IO_AWRITE_MAX)
+		return -EFBIG;
+	*bufp = malloc(v->ai_len ? v->ai_len : 1);
+	if (!*bufp)
+		return -ENOMEM;
+	memset(*bufp, (int)b, v->ai_len);
+	v->ai_buf = *bufp;
+	return 0;
+}
+
+/*
+ * awritev [-n] NAME:OFF:LEN[:BYTE]...: write every range (of files open
+ * in the run, by name) as one atomic change (sx_atomic_writev(): after a
+ * crash all of them or none), durably (-n: not forced to the log).
+ */
+static int io_awritev(struct io_state *s, int argc, char **argv)
+{
+	struct sx_atomic_iov v[IO_MAX_ARGS];
+	u8 *bufs[IO_MAX_ARGS];
+	unsigned long pat = 0;
+	u32 flags = 0, n = 0, k;
+	int i, error = 0;
+
+	i = io_aflags(argc, argv, &pat, &flags, false);
+	if (i < 0)
+		return i;
+	if (i == argc)
+		return -EINVAL;
+	memset(v, 0, sizeof(v));
+	for (; i < argc && !error; i++) {
+		error = io_arange(s, argv[i], &v[n], &bufs[n]);
+		if (!error)
+			n++;
+	}
+	if (!error)
+		error = sx_atomic_writev(s->s_mp, v, n, flags);
+	if (!error)
+		printf("atomically wrote %u ranges\n", n);
+	for (k = 0; k < n; k++)
+		free(bufs[k]);
+	return error;
+}
+
 /* Print a timestamp in ns as seconds.nanoseconds. */
 static void io_print_time(const char *what, s64 ns)
 {
@@ -738,6 +878,8 @@ static const struct io_cmd io_cmds[] = {
 	{ "startupdate", 0, 0, true, io_startupdate, "startupdate" },
 	{ "commitupdate", 0, 1, false, io_commitupdate, "commitupdate [-n]" },
 	{ "cancelupdate", 0, 0, false, io_cancelupdate, "cancelupdate" },
+	{ "awrite", 2, 5, true, io_awrite, "awrite [-S BYTE] [-n] OFF LEN" },
+	{ "awritev", 1, 15, false, io_awritev, "awritev [-n] NAME:OFF:LEN[:BYTE]..." },
 	{ "stat", 0, 0, true, io_stat, "stat" },
 	{ "bmap", 0, 1, true, io_bmap, "bmap [-v]" },
 	{ "md5", 0, 0, true, io_md5, "md5" },

@@ -307,6 +307,58 @@ static void assert_check_ok(void)
 }
 
 /*
+ * awrite and awritev: the bytes and sizes (md5 of what the ranges leave),
+ * a file grown by a range, a shutdown right after them (durable: the next
+ * run recovers them), and the errors: overlapping ranges, an unknown
+ * name, a bad range, no atomic_swap feature.
+ */
+static void test_atomic_write(void **state)
+{
+	struct sxt_run r;
+
+	new_atomic_image();
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'pwrite -S 0x61 0 8k' "
+		"-c 'awrite -S 0x62 100 5000' -c 'create b' "
+		"-c 'awritev a:8000:300:0x63 b:10:20 a:0:1' -c 'md5' -c 'stat' -c 'shutdown'", image);
+	assert_int_equal(r.status, 0);
+	sxt_assert_has(r.out, "atomically wrote 5000 bytes at offset 100\n");
+	sxt_assert_has(r.out, "atomically wrote 3 ranges\n");
+	sxt_assert_has(r.out, "b59582f17f2acb0b48412fc9c1806548  b\n");
+	sxt_assert_has(r.out, "stat.size = 30\n");
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'md5' -c 'stat' -c 'awrite -n 0 0' "
+		"-c 'awrite -n -S 1 8300 1'", image);
+	assert_int_equal(r.status, 0);
+	sxt_assert_has(r.out, "cab6af80771f200d3f8d233be2c0f4f6  a\n");
+	sxt_assert_has(r.out, "stat.size = 8300\n");
+	sxt_assert_has(r.out, "atomically wrote 1 bytes at offset 8300\n");
+	sxt_run_free(&r);
+
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'awritev a:0:10 a:5:10'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: awritev: Invalid argument\n");
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'awritev nosuch:0:10'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: awritev: No such file or directory\n");
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'awritev a:0'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: awritev: Invalid argument\n");
+	sxt_run_free(&r);
+	sxt_tool_run(&r, "io '%s' -c 'open a' -c 'awrite -x 0 1'", image);
+	assert_int_equal(r.status, 1);
+	sxt_run_free(&r);
+	assert_check_ok();
+
+	new_image();
+	sxt_tool_run(&r, "io '%s' -c 'create a' -c 'awrite 0 10'", image);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "swapext: awrite: Operation not supported\n");
+	sxt_run_free(&r);
+}
+
+/*
  * startupdate, writes and a truncate to the clone, commitupdate: the file
  * gets the new contents and size; before the commit it is unchanged and
  * the clone is a nameless file; the next run sees the update.
@@ -571,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_shutdown_recovery),
 		cmocka_unit_test(test_update_commit),
 		cmocka_unit_test(test_update_busy),
+		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_update_cancel),
 		cmocka_unit_test(test_update_errors),
 		cmocka_unit_test(test_swaprange_cut),
