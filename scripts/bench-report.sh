@@ -73,6 +73,7 @@ need() {	# need W I F P M RUNS
 	[ "${10}" = "$6" ] || missing="$missing $1/$2/$3/$4 (${10} of $6 runs);"
 }
 need update swapext "$rootfs" 1 ops_s "$runs"
+need update swapext-atomic "$rootfs" 1 ops_s "$runs"
 for m in floor rename; do need update $m "$rootfs" 1 ops_s "$runs"; done
 for m in exchange commit atomic floor rename; do need update $m xfs 1 ops_s "$runs"; done
 for t in $threads; do
@@ -131,6 +132,7 @@ verdict() {
 
 sx_ops=$(med update swapext "$rootfs" 1 ops_s)
 sx_fl=$(med update swapext "$rootfs" 1 flushes_op)
+aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 
 {
 	echo "# make bench: swapext beside its peers"
@@ -154,11 +156,12 @@ sx_fl=$(med update swapext "$rootfs" 1 flushes_op)
 			"$(one update "$2" "$3" 1 flushes_op '%.2f')" \
 			"$(one update "$2" "$3" 1 trans_op '%.1f')" \
 			"$(one update "$2" "$3" 1 logbytes_op '%.0f')" \
-			"$( [ "$2" = swapext ] && echo "" || ratio "$sx_ops" "$m")" \
+			"$(case $2 in swapext*) echo "" ;; *) ratio "$sx_ops" "$m" ;; esac)" \
 			"${4:+>= ${4}x}" \
 			"$( [ -n "$4" ] && verdict "$sx_ops" "$m" "$4")"
 	}
 	row "swapext: sx_update_start, pwrite, commit, sx_fsync" swapext "$rootfs" ""
+	row "swapext: sx_atomic_write (durable, no clone)" swapext-atomic "$rootfs" ""
 	row "pwrite + fdatasync (the floor; not atomic)" floor "$rootfs" 0.8
 	row "copy + fsync + rename + dir fsync" rename "$rootfs" 5
 	row "XFS clone + write + EXCHANGE_RANGE(DSYNC)" exchange xfs 10
@@ -169,6 +172,9 @@ sx_fl=$(med update swapext "$rootfs" 1 flushes_op)
 	echo
 	printf 'Device flushes per swapext update: %s (target: 1, %s).\n' "${sx_fl:--}" \
 		"$( [ -n "$sx_fl" ] && awk -v f="$sx_fl" 'BEGIN { print (f <= 1.0) ? "met" : "**NOT met**" }' || echo "not measured")"
+	printf 'sx_atomic_write: %s sx_update, %s the pwrite + fdatasync floor, %s XFS RWF_ATOMIC.\n' \
+		"$(ratio "$aw_ops" "$sx_ops")" "$(ratio "$aw_ops" "$(med update floor "$rootfs" 1 ops_s)")" \
+		"$(ratio "$aw_ops" "$(med update atomic xfs 1 ops_s)")"
 	echo
 	echo "## Atomic swap of two files of N single-block extents, durable"
 	echo
