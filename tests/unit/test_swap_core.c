@@ -7,6 +7,8 @@
  * commit (and again during recovery) always recovers to all-old or all-new,
  * with the sizes the intent logged, also on a host whose map/unmap move the
  * block counts and whose recovery holds the inodes' locks.  Recovery rejects bad SXIs.
+ * Several swaps queued in one transaction (sx_swap_core_queue()) recover
+ * all together.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -520,6 +522,149 @@ static void test_crash_xfs_shaped_host(void **state)
 	crash_features = 0;
 }
 
+/* A host transaction for sx_swap_core_queue(): an atomic reservation. */
+static struct sx_htrans *queue_trans(struct mh_inode *a, struct mh_inode *b)
+{
+	struct sx_htrans *tp = NULL;
+	struct sx_hres res;
+
+	memset(&res, 0, sizeof(res));
+	res.hr_algo = SX_SWAP_ATOMIC;
+	res.hr_ip1 = &a->mi_hi;
+	res.hr_ip2 = &b->mi_hi;
+	assert_int_equal(host.mh_host.h_ops->ho_trans_alloc(&host.mh_host, &res, &tp), 0);
+	return tp;
+}
+
+static struct sx_hswap hswap(struct mh_inode *a, struct mh_inode *b, u64 off, u64 n, s64 isz1,
+			     s64 isz2)
+{
+	struct sx_hswap sw;
+
+	memset(&sw, 0, sizeof(sw));
+	sw.hw_ip1 = &a->mi_hi;
+	sw.hw_ip2 = &b->mi_hi;
+	sw.hw_startoff1 = off;
+	sw.hw_startoff2 = off;
+	sw.hw_blockcount = n;
+	sw.hw_isize1 = isz1;
+	sw.hw_isize2 = isz2;
+	return sw;
+}
+
+/*
+ * sx_swap_core_queue(): three ranges of two pairs of files, one growing
+ * its file, queued in one transaction and committed together; every
+ * refusal leaves the transaction clean; the log cut after every commit
+ * (and during recovery) recovers all three ranges old or all new.
+ */
+static void test_queue(void **state)
+{
+	const struct sx_host_ops *ops;
+	struct mh_inode *a, *t1, *b, *t2, *before, *after;
+	struct sx_hswap sw[3], bad[2];
+	struct sx_htrans *tp;
+	struct mh_tape *tape;
+	u32 n, cut, r;
+	u64 e;
+
+	(void)state;
+	rnd_state = 4242;
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	ops = host.mh_host.h_ops;
+	a = mh_create(&host, 0);
+	t1 = mh_create(&host, 0);
+	b = mh_create(&host, 0);
+	t2 = mh_create(&host, 0);
+	e = fill_random(a, 0, 30);
+	a->mi_size = (s64)e * B - 100;
+	fill_random(t1, 0, 30);
+	t1->mi_size = a->mi_size;
+	e = fill_random(b, 0, 10);
+	b->mi_size = (s64)e * B;
+	mh_add_extent(t2, 4, e + 6, false);		/* b grows to e + 10 blocks */
+	t2->mi_size = (s64)(e + 10) * B - 5;
+	sw[0] = hswap(t1, a, 2, 7, -1, -1);
+	sw[1] = hswap(t1, a, 12, e / 2, -1, -1);
+	sw[2] = hswap(t2, b, 4, e + 6, t2->mi_size, t2->mi_size);
+	mh_checkpoint(&host);
+	before = mh_snapshot(&host);
+	assert_int_equal(ops->ho_lock_two(&t1->mi_hi, &a->mi_hi), 0);
+	assert_int_equal(ops->ho_lock_two(&t2->mi_hi, &b->mi_hi), 0);
+	tp = queue_trans(t1, a);
+
+	/* refusals: nothing queued, nothing changed */
+	bad[0] = sw[0];
+	bad[1] = hswap(t1, a, 8, 2, -1, -1);		/* overlaps sw[0] */
+	assert_int_equal(sx_swap_core_queue(tp, bad, 2), -EINVAL);
+	bad[1] = hswap(a, a, 20, 2, -1, -1);
+	assert_int_equal(sx_swap_core_queue(tp, bad, 2), -EINVAL);
+	bad[1] = hswap(t1, a, 20, 0, -1, -1);
+	assert_int_equal(sx_swap_core_queue(tp, bad, 2), -EINVAL);
+	bad[1] = hswap(t1, a, 20, 2, -1, 5);
+	assert_int_equal(sx_swap_core_queue(tp, bad, 2), -EINVAL);
+	bad[1] = hswap(t1, a, (u64)a->mi_size / B + 40, 2, -1, -1);	/* past EOF */
+	assert_int_equal(sx_swap_core_queue(tp, bad, 2), -EINVAL);
+	bad[1] = hswap(t1, a, ~0ull / B, 2, -1, -1);
+	assert_int_equal(sx_swap_core_queue(tp, bad, 2), -EFBIG);
+	a->mi_flags |= SX_HSTAT_APPEND;
+	assert_int_equal(sx_swap_core_queue(tp, sw, 1), -EPERM);
+	a->mi_flags &= ~SX_HSTAT_APPEND;
+	t2->mi_flags |= SX_HSTAT_SWAPFILE;
+	assert_int_equal(sx_swap_core_queue(tp, sw, 3), -ETXTBSY);
+	t2->mi_flags &= ~SX_HSTAT_SWAPFILE;
+	host.mh_host.h_features &= ~SX_HOST_ATOMIC_SWAP;
+	assert_int_equal(sx_swap_core_queue(tp, sw, 3), -EOPNOTSUPP);
+	host.mh_host.h_features |= SX_HOST_ATOMIC_SWAP;
+	assert_int_equal(sx_swap_core_queue(NULL, sw, 3), -EINVAL);
+	assert_int_equal(sx_swap_core_queue(tp, NULL, 3), -EINVAL);
+	assert_int_equal(sx_swap_core_queue(tp, sw, 0), 0);
+	assert_true(mh_same_all(before, host.mh_inodes));
+
+	assert_int_equal(sx_swap_core_queue(tp, sw, 3), 0);
+	assert_int_equal(ops->ho_trans_commit(tp), 0);
+	ops->ho_unlock_two(&t2->mi_hi, &b->mi_hi);
+	ops->ho_unlock_two(&t1->mi_hi, &a->mi_hi);
+	check_no_leftovers();
+	after = mh_snapshot(&host);
+	check_swapped(before, after, t1->mi_ino, a->mi_ino, 2, 2, 7, 12);
+	check_swapped(before, after, t2->mi_ino, b->mi_ino, 4, 4, e + 6, e + 10);
+	assert_int_equal(after[b->mi_ino - MH_FIRST_INO].mi_size, t2->mi_size);
+	assert_int_equal(after[a->mi_ino - MH_FIRST_INO].mi_size,
+			 before[a->mi_ino - MH_FIRST_INO].mi_size);
+	if (mh_check(&host, MH_CHECK_EOF))
+		fail();
+
+	/* the first record promises all three */
+	n = host.mh_nrec;
+	tape = mh_tape_save(&host);
+	mh_crash(&host, 1);
+	assert_int_equal(mh_unfinished(&host), 3);
+	for (cut = 0; cut <= n; cut++) {
+		struct mh_tape *rtape;
+		u32 m;
+
+		mh_tape_load(&host, tape);
+		mh_crash(&host, cut);
+		check_recovered(before, after, cut, 1, "queue");
+		mh_tape_load(&host, tape);
+		mh_crash(&host, cut);
+		assert_int_equal(mh_recover(&host), 0);
+		m = host.mh_nrec;
+		rtape = mh_tape_save(&host);
+		for (r = cut + 1; r < m; r++) {
+			mh_tape_load(&host, rtape);
+			mh_crash(&host, r);
+			check_recovered(before, after, cut, 1, "queue, recovery cut");
+		}
+		mh_tape_free(rtape);
+	}
+	mh_tape_free(tape);
+	free(before);
+	free(after);
+	mh_destroy(&host);
+}
+
 /* A step failing mid-chain shuts the host down; recovery completes the swap. */
 static void test_fail_mid_chain(void **state)
 {
@@ -700,6 +845,7 @@ int main(void)
 		cmocka_unit_test(test_crash_to_eof),
 		cmocka_unit_test(test_crash_one_file),
 		cmocka_unit_test(test_crash_xfs_shaped_host),
+		cmocka_unit_test(test_queue),
 		cmocka_unit_test(test_fail_mid_chain),
 		cmocka_unit_test(test_recover_bad_sxi),
 	};
