@@ -393,6 +393,9 @@ static int sx_aw_commit(struct sx_aw *aw, u32 flags)
 	struct sx_trans *tp;
 	int error;
 
+	/* the intents of every run in one record: a small log may not hold them all */
+	if (sx_aw_res(aw) > sx_log_max_trans_bytes(mp))
+		return -E2BIG;
 	error = sx_trans_alloc(mp, sx_aw_res(aw), 0, &tp);
 	if (error)
 		return error;

@@ -548,7 +548,9 @@ SX_API int sx_atomic_write(struct sx_mount *mp, int fd, const void *buf, uint64_
  * A file twice through two descriptors is one file.
  *
  * Return: 0 (also for @n = 0); -EINVAL (too many ranges, NULL @iov with
- * @n > 0, overlapping ranges of one file), any error of sx_atomic_write()
+ * @n > 0, overlapping ranges of one file), -E2BIG (the ranges make more
+ * runs of blocks than one log record of this filesystem can promise: a
+ * log made smaller than mkfs's default), any error of sx_atomic_write()
  * for any range: nothing has changed in any file.
  */
 SX_API int sx_atomic_writev(struct sx_mount *mp, const struct sx_atomic_iov *iov, uint32_t n,

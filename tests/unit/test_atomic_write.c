@@ -392,6 +392,43 @@ static void test_writev_max(void **state)
 	verify_all();
 }
 
+/*
+ * On the smallest log mkfs makes, 64 ranges each in a run of its own
+ * either fit in one record or are refused with -E2BIG, nothing changed.
+ */
+static void test_writev_small_log(void **state)
+{
+	struct sx_atomic_iov v[SX_ATOMIC_IOV_MAX];
+	static u8 buf[16];
+	struct sx_bdev *sbd;
+	struct sx_mount *smp;
+	u32 i, logmin, res;
+	int fd, error;
+
+	assert_int_equal(sx_memdev_create(IMG, BS, &sbd), 0);
+	assert_int_equal(sx_mkfs_log_min(sbd, NULL, &logmin, &res), 0);
+	sx_bdev_destroy(sbd);
+	sbd = sxs_mkimg(IMG, BS, logmin, true);
+	smp = sxt_mount(sbd);
+	assert_int_equal(sx_create(smp, "f", 0644, &fd), 0);
+	memset(v, 0, sizeof(v));
+	memset(buf, 7, sizeof(buf));
+	for (i = 0; i < SX_ATOMIC_IOV_MAX; i++) {
+		v[i].ai_fd = fd;
+		v[i].ai_buf = buf;
+		v[i].ai_len = sizeof(buf);
+		v[i].ai_off = (u64)i * 2 * BS;
+	}
+	error = sx_atomic_writev(smp, v, SX_ATOMIC_IOV_MAX, 0);
+	assert_true(error == 0 || error == -E2BIG);
+	printf("64 ranges on a %u-block log: %s\n", logmin, error ? "E2BIG" : "fit");
+	assert_int_equal(sx_atomic_writev(smp, v, 4, 0), 0);
+	assert_int_equal(sx_close(smp, fd), 0);
+	assert_int_equal(sx_unmount(smp), 0);
+	assert_int_equal(sxc_check_clean(sbd, 0, __func__), 0);
+	sx_bdev_destroy(sbd);
+}
+
 /* ------------------------------------------------------------ errors */
 
 /* Every refusal leaves every file and the free space as they were. */
@@ -676,6 +713,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_writev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test(test_writev_small_log),
 		cmocka_unit_test_setup_teardown(test_noatomic, setup_noatomic, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup, teardown),
