@@ -45,6 +45,7 @@
 #include "file.h"
 #include "file_io.h"
 #include "inode.h"
+#include "bmap.h"
 #include "trans.h"
 #include "defer.h"
 #include "log.h"
@@ -63,6 +64,7 @@ struct sx_aw_file {
 	int		f_tfd;		/* the twin's descriptor, or -1 */
 	u64		f_oldsize;
 	u64		f_newsize;
+	u64		f_pieces;	/* pieces the fast path would remap */
 };
 
 /* One range with bytes to write. */
@@ -386,6 +388,238 @@ static u32 sx_aw_res(const struct sx_aw *aw)
 			    2 * sx_inode_res_bytes(mp));
 }
 
+/* ------------------------------------------------- one transaction, no intents */
+
+/* Pieces the fast path may remap in one transaction (four fork calls each). */
+#define SX_AW_FAST_PIECES	16
+
+/*
+ * The mapping of @ip at file block @off, trimmed to at most @len blocks
+ * (holes too); @tp NULL for a lookup outside a transaction.
+ */
+static int sx_aw_piece(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+		       struct sx_bmap_irec *p)
+{
+	struct sx_bmap_irec irec;
+	bool lock = !tp && !ip->i_swap_ilocked;
+	int error;
+
+	if (lock)
+		sx_ilock(ip, SX_ILOCK_EXCL);
+	error = sx_bmap_lookup(tp, ip, off, &irec);
+	if (lock)
+		sx_iunlock(ip, SX_ILOCK_EXCL);
+	if (error)
+		return error;
+	if (SX_IS_CORRUPT(ip->i_mp, irec.br_startoff > off ||
+			  irec.br_startoff + irec.br_blockcount <= off))
+		return -EFSCORRUPTED;
+	p->br_startoff = off;
+	p->br_blockcount = (u32)sx_min(irec.br_startoff + irec.br_blockcount - off, len);
+	p->br_state = irec.br_state;
+	p->br_startblock = irec.br_startblock;
+	if (irec.br_startblock != SX_HOLE)
+		p->br_startblock += off - irec.br_startoff;
+	return 0;
+}
+
+/* The next pair of pieces of file @ip and twin @tip at @off, of one length. */
+static int sx_aw_pair(struct sx_trans *tp, struct sx_inode *ip, struct sx_inode *tip, u64 off,
+		      u64 len, struct sx_bmap_irec *p, struct sx_bmap_irec *tpc)
+{
+	int error;
+
+	error = sx_aw_piece(tp, ip, off, len, p);
+	if (!error)
+		error = sx_aw_piece(tp, tip, off, p->br_blockcount, tpc);
+	if (error)
+		return error;
+	p->br_blockcount = tpc->br_blockcount;
+	return 0;
+}
+
+/* The inodes of run @sw. */
+static void sx_aw_run_inodes(const struct sx_hswap *sw, struct sx_inode **ip,
+			     struct sx_inode **tip)
+{
+	*tip = sx_container_of(sw->hw_ip1, struct sx_inode, i_hinode);
+	*ip = sx_container_of(sw->hw_ip2, struct sx_inode, i_hinode);
+}
+
+/* Log bytes of one fork call on @ip once its fork has grown by @grow mappings. */
+static u32 sx_aw_call_res(const struct sx_inode *ip, u64 grow)
+{
+	struct sx_inode grown;
+
+	/* only the fork's shape matters to the bound */
+	memset(&grown, 0, sizeof(grown));
+	grown.i_mode = ip->i_mode;
+	grown.i_format = ip->i_format;
+	grown.i_broot = ip->i_broot;
+	grown.i_blevel = ip->i_blevel;
+	grown.i_nrecs = ip->i_nrecs + grow;
+	return sx_bmap_res_bytes(ip->i_mp, &grown);
+}
+
+/*
+ * The log bytes of remapping every run in one transaction, or 0 if that
+ * is too much for one: more than SX_AW_FAST_PIECES pieces, or more than
+ * one record holds.  Each piece is at most two fork calls on the file and
+ * two on its twin, each bounded as for a fork grown by two mappings for
+ * every piece of the call.
+ */
+static u32 sx_aw_fast_res(struct sx_aw *aw)
+{
+	struct sx_mount *mp = aw->a_mp;
+	u64 pieces = 0, res = 0;
+	u32 i, k;
+	int error;
+
+	for (k = 0; k < aw->a_nfiles; k++)
+		aw->a_files[k].f_pieces = 0;
+	for (i = 0; i < aw->a_nsw; i++) {
+		const struct sx_hswap *sw = &aw->a_sw[i];
+		struct sx_inode *ip, *tip;
+		u64 off = sw->hw_startoff1, end = off + sw->hw_blockcount;
+
+		sx_aw_run_inodes(sw, &ip, &tip);
+		for (k = 0; aw->a_files[k].f_ip != ip; k++)
+			;
+		while (off < end) {
+			struct sx_bmap_irec p, tp;
+
+			error = sx_aw_pair(NULL, ip, tip, off, end - off, &p, &tp);
+			if (error)
+				return 0;
+			if (p.br_startblock != tp.br_startblock) {
+				pieces++;
+				aw->a_files[k].f_pieces++;
+			}
+			off += p.br_blockcount;
+			if (pieces > SX_AW_FAST_PIECES)
+				return 0;
+		}
+	}
+	for (k = 0; k < aw->a_nfiles; k++) {
+		const struct sx_aw_file *f = &aw->a_files[k];
+		u64 grow = 2 * f->f_pieces;
+
+		res += 2 * f->f_pieces * ((u64)sx_aw_call_res(f->f_ip, grow) +
+					  sx_aw_call_res(f->f_tip, grow));
+	}
+	res += (u64)aw->a_nlock * sx_inode_res_bytes(mp);
+	if (res > sx_log_max_trans_bytes(mp))
+		return 0;
+	return (u32)res;
+}
+
+/* Remap run @sw in @tp: each differing piece of the file and the twin trade places. */
+static int sx_aw_fast_run(struct sx_trans *tp, const struct sx_hswap *sw)
+{
+	struct sx_inode *ip, *tip;
+	u64 off = sw->hw_startoff1, end = off + sw->hw_blockcount;
+	int error;
+
+	sx_aw_run_inodes(sw, &ip, &tip);
+	while (off < end) {
+		struct sx_bmap_irec p, t, got;
+		u64 len;
+
+		error = sx_aw_pair(tp, ip, tip, off, end - off, &p, &t);
+		if (error)
+			return error;
+		len = p.br_blockcount;
+		if (p.br_startblock == t.br_startblock) {
+			off += len;
+			continue;
+		}
+		if (p.br_startblock != SX_HOLE) {
+			error = sx_bmap_unmap_one_nocharge(tp, ip, off, len, &got);
+			if (!error && SX_IS_CORRUPT(ip->i_mp, got.br_startblock != p.br_startblock ||
+						    got.br_blockcount != len))
+				error = -EFSCORRUPTED;
+			if (error)
+				return error;
+			ip->i_nblocks -= len;
+			tip->i_nblocks += len;
+		}
+		if (t.br_startblock != SX_HOLE) {
+			error = sx_bmap_unmap_one_nocharge(tp, tip, off, len, &got);
+			if (!error && SX_IS_CORRUPT(ip->i_mp, got.br_startblock != t.br_startblock ||
+						    got.br_blockcount != len))
+				error = -EFSCORRUPTED;
+			if (error)
+				return error;
+			tip->i_nblocks -= len;
+			ip->i_nblocks += len;
+			error = sx_bmap_map_nocharge(tp, ip, &t);
+			if (error)
+				return error;
+		}
+		if (p.br_startblock != SX_HOLE) {
+			error = sx_bmap_map_nocharge(tp, tip, &p);
+			if (error)
+				return error;
+		}
+		off += len;
+	}
+	return 0;
+}
+
+/*
+ * Remap every run in one transaction of @res bytes: small writes need no
+ * intent, the transaction itself is all or nothing.  The inodes' blocks
+ * are joined first (before any bitmap block: the lock order of inode.c);
+ * the file takes its new size and times, and a twin that may now hold
+ * shared blocks the reflink flag, in the same transaction.
+ */
+static int sx_aw_commit_fast(struct sx_aw *aw, u32 res, u32 flags)
+{
+	struct sx_mount *mp = aw->a_mp;
+	struct sx_trans *tp;
+	s64 now = (s64)sx_wall_ns();
+	u32 i;
+	int error;
+
+	error = sx_trans_alloc(mp, res, 0, &tp);
+	if (error)
+		return error;
+	sx_aw_join(aw);
+	for (i = 0; i < aw->a_nlock && !error; i++) {
+		struct sx_buf *bp;
+
+		error = sx_inode_get_buf(mp, tp, aw->a_lock[i], &bp);
+	}
+	for (i = 0; i < aw->a_nsw && !error; i++)
+		error = sx_aw_fast_run(tp, &aw->a_sw[i]);
+	for (i = 0; i < aw->a_nfiles && !error; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		if (f->f_newsize > f->f_ip->i_size)
+			f->f_ip->i_size = f->f_newsize;
+		f->f_ip->i_mtime = now;
+		f->f_ip->i_ctime = now;
+		if (f->f_ip->i_flags & SX_DIFLAG_REFLINK)
+			f->f_tip->i_flags |= SX_DIFLAG_REFLINK;
+		error = sx_inode_log(tp, f->f_ip);
+		if (!error)
+			error = sx_inode_log(tp, f->f_tip);
+	}
+	if (error) {
+		/* the in-core inodes changed with it: they cannot be put back */
+		if (tp->t_flags & SX_TRANS_DIRTY)
+			sx_force_shutdown(mp, error, "atomic write: remap failed (%d)", error);
+		sx_trans_cancel(tp);
+		sx_aw_unjoin(aw);
+		return error;
+	}
+	error = sx_trans_commit(tp);
+	sx_aw_unjoin(aw);
+	if (!error && !(flags & SX_ATOMIC_NOSYNC))
+		error = sx_log_force(mp);
+	return error;
+}
+
 /* Queue every run's swap in one transaction and commit it (the chains run). */
 static int sx_aw_commit(struct sx_aw *aw, u32 flags)
 {
@@ -393,6 +627,12 @@ static int sx_aw_commit(struct sx_aw *aw, u32 flags)
 	struct sx_trans *tp;
 	int error;
 
+	if (!(flags & SX_ATOMIC_CHAIN)) {
+		u32 res = sx_aw_fast_res(aw);
+
+		if (res)
+			return sx_aw_commit_fast(aw, res, flags);
+	}
 	/* the intents of every run in one record: a small log may not hold them all */
 	if (sx_aw_res(aw) > sx_log_max_trans_bytes(mp))
 		return -E2BIG;

@@ -473,7 +473,9 @@ SX_API int sx_update_cancel(struct sx_mount *mp, struct sx_update *upd);
  * transaction then queues one swap intent (SXI, the atomic swap's) for
  * each run of blocks written, all of them, whatever the number of files
  * and ranges.  Once that transaction is in the log, recovery finishes
- * every swap it promised; before it, nothing has changed.  A write that
+ * every swap it promised; before it, nothing has changed.  A change of a
+ * few mappings (at most 16 pieces) is remapped in that one transaction
+ * directly, without intents.  A write that
  * extends a file sets the new size in the swap that maps its last block,
  * so size and data change together.  The nameless files, which then hold
  * the old blocks, are freed at the end (or by recovery).  Needs the
@@ -495,8 +497,13 @@ enum {
 	 * later durable call).
 	 */
 	SX_ATOMIC_NOSYNC	= (1u << 0),
+	/*
+	 * Always remap with the swap intents, even a write small enough for
+	 * one plain transaction (for tests and benchmarks of that path).
+	 */
+	SX_ATOMIC_CHAIN		= (1u << 1),
 };
-#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC)
+#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC | SX_ATOMIC_CHAIN)
 
 /**
  * struct sx_atomic_iov - one range of sx_atomic_writev()

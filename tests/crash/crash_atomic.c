@@ -8,7 +8,11 @@
  *  1. an atomic write into a, unaligned, over holes and written blocks;
  *  2. one vectored write over the three files: two ranges of a sharing a
  *     block and one growing it, a multi-extent range of b, c grown far;
- *  3. a large atomic write of b that grows it, over its many extents.
+ *  3. a small vectored write over the three files, a growing too;
+ *  4. a large atomic write of b that grows it, over its many extents.
+ * Small changes (1 and 3) are remapped in one plain transaction; the
+ * whole sequence runs again with SX_ATOMIC_CHAIN, everything through the
+ * swap intents.
  * Each call is durable when it returns.  The power is cut at every device
  * write of the sequence (normal level; every 4th with quick), the volatile
  * writes kept, dropped or torn in turn (long: every write in each mode,
@@ -28,7 +32,7 @@
 
 #define BS		1024u
 #define NF		4		/* a, b, c, z */
-#define NOPS		3
+#define NOPS		4
 #define MAXSZ		(160u * BS)
 
 static const char *const names[NF] = { "a", "b", "c", "z" };
@@ -50,12 +54,14 @@ static const struct rng ops[NOPS][6] = {
 	{ { 0, 10 * BS + 300, 9 * BS + 11 } },
 	{ { 0, 2 * BS + 5, 40 }, { 0, 2 * BS + 100, 900 }, { 0, 40 * BS - 7, 3 * BS },
 	  { 1, 3 * BS + 512, 20 * BS }, { 2, 90 * BS + 1, 100 } },
+	{ { 2, 5, 10 }, { 0, 47 * BS + 1, 2 * BS }, { 1, 0, 3 } },
 	{ { 1, 10 * BS + 1, 100 * BS } },
 };
 
 static struct state st[NOPS + 1];
 static u8 *opbuf[NOPS][6];
 static struct sx_bdev *pristine;
+static u32 xflags;		/* 0 or SX_ATOMIC_CHAIN */
 
 /* Fill @buf with bytes of a fixed sequence seeded @seed, never zero. */
 static void rfill(u8 *buf, u64 len, u64 seed)
@@ -162,8 +168,9 @@ static int one_op(struct sx_mount *mp, const int *fd, int k)
 		v[i].ai_off = ops[k - 1][i].off;
 	}
 	if (i == 1)
-		return sx_atomic_write(mp, v[0].ai_fd, v[0].ai_buf, v[0].ai_len, v[0].ai_off, 0);
-	return sx_atomic_writev(mp, v, (u32)i, 0);
+		return sx_atomic_write(mp, v[0].ai_fd, v[0].ai_buf, v[0].ai_len, v[0].ai_off,
+				       xflags);
+	return sx_atomic_writev(mp, v, (u32)i, xflags);
 }
 
 static struct sx_mount_opts wl_opts;
@@ -274,7 +281,7 @@ static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 	} else {
 		ret = sxc_recover_verify(img, 0, files_ok, r, what);
 		/* long: cut the recovery of a cut inside the vectored write too */
-		if (ret >= 0 && sxc_level() == SXC_LONG && r->in_op && r->nreturned == 1) {
+		if (ret >= 0 && sxc_level() == SXC_LONG && r->in_op && r->nreturned <= 2) {
 			struct sxc_cuts rc = { .step = 3 };
 
 			sxc_cut_recovery(img, &rc, w, 0, files_ok, r, ret);
@@ -298,10 +305,11 @@ int main(void)
 	cuts.step = sxc_pick(4, 1, 1);
 	cuts.per_point = sxc_pick(1, 1, 3);
 	make_states();
-	for (mode = 0; mode < 2; mode++) {
-		wl_opts.mo_flags = mode ? SX_MOUNT_LOG_EACH : 0;
-		printf("%s:\n", mode ? "a log record per transaction (LOG_EACH)" :
-		       "the log's default queue");
+	for (mode = 0; mode < 4; mode++) {
+		wl_opts.mo_flags = (mode & 1) ? SX_MOUNT_LOG_EACH : 0;
+		xflags = (mode & 2) ? SX_ATOMIC_CHAIN : 0;
+		printf("%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
+		       "the log's default queue", xflags ? ", every write by intents" : "");
 		img = sxt_bdev_copy(pristine);
 		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 		workload(cbd, &r);

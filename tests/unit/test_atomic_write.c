@@ -14,7 +14,9 @@
  * write and of a vectored write failing in turn: the call fails with the
  * injected error or succeeds, the remounted files are all old or all new
  * (all new when it succeeded), the checker is clean and nothing stays
- * allocated.  Fixed seeds.
+ * allocated.  Every case runs twice: small writes remapped in one plain
+ * transaction, and everything through the swap intents (SX_ATOMIC_CHAIN).
+ * Fixed seeds.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +47,8 @@ static struct sx_bdev *bd;
 static struct sx_mount *mp;
 static struct mf F[NF] = { { "a" }, { "b" }, { "c" } };
 static u64 seed = 0x5eed0017;
+/* Flags of every atomic write of a test: 0 or SX_ATOMIC_CHAIN (the intent path). */
+static u32 xflags;
 
 static u8 rnd8(void)
 {
@@ -129,7 +133,7 @@ static int aw(struct mf *f, u64 off, u64 len, u32 flags)
 
 	assert_non_null(buf);
 	rfill(buf, len);
-	error = sx_atomic_write(mp, f->fd, buf, len, off, flags);
+	error = sx_atomic_write(mp, f->fd, buf, len, off, flags | xflags);
 	if (!error)
 		model_write(f, buf, len, off);
 	free(buf);
@@ -159,6 +163,14 @@ static int setup_fs(bool atomic)
 
 static int setup(void **state)
 {
+	xflags = 0;
+	return setup_fs(true);
+}
+
+/* The same, every write through the swap intents (SX_ATOMIC_CHAIN). */
+static int setup_chain(void **state)
+{
+	xflags = SX_ATOMIC_CHAIN;
 	return setup_fs(true);
 }
 
@@ -356,7 +368,7 @@ static void test_writev(void **state)
 	}
 	/* and an empty range of b */
 	v[i].ai_fd = F[1].fd;
-	assert_int_equal(sx_atomic_writev(mp, v, ARRAY_SIZE(r) + 1, 0), 0);
+	assert_int_equal(sx_atomic_writev(mp, v, ARRAY_SIZE(r) + 1, xflags), 0);
 	for (i = 0; i < ARRAY_SIZE(r); i++) {
 		model_write(&F[r[i].f], bufs[i], r[i].len, r[i].off);
 		free(bufs[i]);
@@ -384,7 +396,7 @@ static void test_writev_max(void **state)
 	}
 	assert_int_equal(sx_atomic_writev(mp, v, 0, 0), 0);
 	assert_int_equal(sx_atomic_writev(mp, NULL, 0, 0), 0);
-	assert_int_equal(sx_atomic_writev(mp, v, SX_ATOMIC_IOV_MAX, 0), 0);
+	assert_int_equal(sx_atomic_writev(mp, v, SX_ATOMIC_IOV_MAX, xflags), 0);
 	for (i = 0; i < SX_ATOMIC_IOV_MAX; i++)
 		model_write(&F[i % NF], buf[i], sizeof(buf[i]), v[i].ai_off);
 	verify_all();
@@ -446,6 +458,7 @@ static void test_errors(void **state)
 	assert_int_equal(sx_atomic_write(mp, 999, buf, 0, 0, 0), -EBADF);
 	assert_int_equal(sx_atomic_write(mp, F[0].fd, NULL, 1, 0, 0), -EINVAL);
 	assert_int_equal(sx_atomic_write(mp, F[0].fd, buf, 1, 0, 0x80), -EINVAL);
+	assert_int_equal(sx_atomic_write(mp, F[0].fd, buf, 1, 0, ~SX_ATOMIC_ALL_FLAGS), -EINVAL);
 	assert_int_equal(sx_atomic_write(mp, F[0].fd, buf, 2, ~0ull, 0), -EINVAL);
 	assert_int_equal(sx_atomic_write(mp, F[0].fd, buf, 1, SX_MAX_FILE_SIZE, 0), -EFBIG);
 	assert_int_equal(sx_atomic_write(mp, F[0].fd, buf, 2, SX_MAX_FILE_SIZE - 1, 0), -EFBIG);
@@ -575,9 +588,9 @@ static int fault_step(bool vec)
 	v[3].ai_len = BS;
 	v[3].ai_off = 9 * BS + 512;	/* a: over written blocks and a hole */
 	if (vec)
-		error = sx_atomic_writev(mp, v, 4, 0);
+		error = sx_atomic_writev(mp, v, 4, xflags);
 	else
-		error = sx_atomic_write(mp, fd[0], fbuf[3], BS, 9 * BS + 512, 0);
+		error = sx_atomic_write(mp, fd[0], fbuf[3], BS, 9 * BS + 512, xflags);
 	for (i = 0; i < NF; i++)
 		sx_close(mp, fd[i]);
 	return error;
@@ -704,23 +717,38 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_overwrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overwrite, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holes, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unwritten, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extend, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_large, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writev, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writev_max, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test(test_writev_small_log),
 		cmocka_unit_test_setup_teardown(test_noatomic, setup_noatomic, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_chain, teardown),
 	};
 
 	sxt_quiet();
