@@ -260,6 +260,8 @@ static void test_shared(void **state)
 	assert_int_equal(free_blocks(), fr - 4);
 	verify_all();
 	assert_int_equal(aw(c, 0, 1, 0), 0);
+	/* growing from a shared EOF block: c keeps its tail */
+	assert_int_equal(aw(a, a->size - 10, 2 * BS, 0), 0);
 	verify_all();
 	remount();
 	verify_all();
