@@ -5,7 +5,8 @@
  * Committed transactions are formatted into ops and queued in memory in
  * groups of one record each, where ops that later ops repeat are dropped
  * (log_cil.c); a log force writes the groups as records at the head of the
- * circular log and flushes the device.  Only then are the
+ * circular log, after a manifest record of the new data blocks they map
+ * (log_manifest.c), and flushes the device once.  Only then are the
  * buffers they changed unpinned and allowed to be written in place.  A
  * checkpoint writes metadata back and moves the tail, which is anchored in
  * the superblock: the tail never passes a change that is not written back or
