@@ -236,6 +236,9 @@ static void test_dropped_force_before_fence(void **state)
 		memset(&t, 0, sizeof(t));
 		assert_int_equal(sx_logprint(bd, sxt_text_line, &t), 0);
 		assert_true(sxt_text_has(&t, "(MANIFEST)"));
+		/* the manifest starts its force, the records after it name it */
+		assert_true(sxt_text_has(&t, "(starts it)"));
+		assert_true(sxt_text_has(&t, "blocks (block/crc):"));
 		assert_true(sxt_text_has(&t, "MANIFEST (0x03) tid 0: 1 data blocks"));
 		assert_true(sxt_text_has(&t, "does not hold what the manifest of the last force says"));
 		sxt_text_free(&t);
