@@ -5,8 +5,14 @@
  * File data is written in place, never through the log.  The ordering
  * rules that make this crash-safe:
  *  - New blocks are written before the transaction that maps them commits,
- *    and sx_log_data_written() makes the next log force flush the device
- *    before it writes any record: data is durable before its mapping.
+ *    and the force that writes it lists them with the CRC of their data in
+ *    a manifest record, before its records and one flush: recovery drops a
+ *    force whose manifest does not match the blocks (log_manifest.c), so
+ *    no mapping survives without its data.  Writes say whether the blocks
+ *    are fresh (mapping not durable: a hole, a copy-on-write copy, unwritten
+ *    blocks to convert) or overwrite a durable mapping, which needs no
+ *    order; a transaction that maps blocks holding data into a file (swap,
+ *    clone) makes its force flush such overwrites before its records.
  *  - Unwritten blocks (fallocate) read as zeroes; a write puts its data
  *    into them first and converts them to written in a transaction after.
  *  - A block freed by a transaction that is not yet durable is not written
@@ -63,19 +69,18 @@ struct sx_io {
 	u32		io_blog;
 };
 
-/* Write data blocks in place; the next log force flushes them first. */
-int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf)
+/*
+ * Write data blocks in place; @fresh: their mapping is not durable yet, so
+ * the log lists them in the manifest of the force that maps them.
+ */
+int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf, bool fresh)
 {
 	int error;
 
 	error = sx_fault("file_write_data");
 	if (error)
 		return error;
-	error = sx_dev_write(mp, bno, count, buf, 0);
-	if (error)
-		return error;
-	sx_log_data_written(mp);
-	return 0;
+	return sx_log_write_data(mp, bno, count, buf, fresh);
 }
 
 /* Read data blocks. */
@@ -226,7 +231,7 @@ static u64 sx_io_size(struct sx_io *io)
  * SX_HOLE.  @src holds the bytes from @pos on; NULL writes zeroes.
  */
 static int sx_io_put(struct sx_io *io, u64 rbno, u64 wbno, u64 pos, u64 end,
-		     const u8 *src)
+		     const u8 *src, bool fresh)
 {
 	struct sx_mount *mp = io->io_mp;
 	u64 bs = io->io_bsize, cur = pos, b = 0, n, boff, chunk;
@@ -240,7 +245,7 @@ static int sx_io_put(struct sx_io *io, u64 rbno, u64 wbno, u64 pos, u64 end,
 				   (u64)(SX_IO_MAX_BYTES >> io->io_blog));
 			if (n == 0)
 				n = 1;
-			error = sx_file_write_data(mp, wbno + b, (u32)n, src + (cur - pos));
+			error = sx_file_write_data(mp, wbno + b, (u32)n, src + (cur - pos), fresh);
 			if (error)
 				return error;
 			cur += n << io->io_blog;
@@ -259,7 +264,7 @@ static int sx_io_put(struct sx_io *io, u64 rbno, u64 wbno, u64 pos, u64 end,
 			memcpy(io->io_buf + boff, src + (cur - pos), chunk);
 		else
 			memset(io->io_buf + boff, 0, chunk);
-		error = sx_file_write_data(mp, wbno + b, 1, io->io_buf);
+		error = sx_file_write_data(mp, wbno + b, 1, io->io_buf, fresh);
 		if (error)
 			return error;
 		cur += chunk;
@@ -312,7 +317,7 @@ static int sx_io_write_hole(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8
 	if (error)
 		goto out_cancel;
 	wend = sx_min(end, sx_io_bytes(io, fb + len));
-	error = sx_io_put(io, SX_HOLE, bno, pos, wend, src);
+	error = sx_io_put(io, SX_HOLE, bno, pos, wend, src, true);
 	if (error)
 		goto out_cancel;
 	map.br_startoff = fb;
@@ -352,7 +357,7 @@ static int sx_io_write_unwritten(struct sx_io *io, const struct sx_bmap_irec *ir
 	int error;
 
 	error = sx_io_put(io, SX_HOLE, irec->br_startblock + (fb - irec->br_startoff), pos,
-			  end, src);
+			  end, src, true);
 	if (error)
 		return error;
 	error = sx_io_trans(io, sx_bmap_res_bytes(mp, ip) + sx_inode_res_bytes(mp), 0, &tp);
@@ -461,7 +466,7 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 			u64 bno = irec.br_startblock + (fb - irec.br_startoff);
 
 			error = sx_io_put(io, bno, bno, cur, stepend,
-					  src ? src + (cur - pos) : NULL);
+					  src ? src + (cur - pos) : NULL, false);
 		}
 		if (error)
 			break;

@@ -12,11 +12,12 @@ struct sx_inode;
 struct sx_trans;
 
 /**
- * sx_file_write_data() - write data blocks in place (no journal); the
- * next log force flushes before it writes, so data is durable before the
- * metadata that maps it
+ * sx_file_write_data() - write data blocks in place (no journal)
+ * @fresh: the blocks' mapping is not durable yet (new blocks): the force
+ *	that writes their mapping lists them in its manifest, so that the
+ *	mapping is never durable without the data (sx_log_write_data())
  */
-int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf);
+int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf, bool fresh);
 
 /**
  * sx_file_free_blocks() - unmap and free (or drop a reference to, for a

@@ -67,6 +67,7 @@ const char *sx_item_name(u16 type)
 	static const char *const names[] = {
 		[SX_LOG_OP_BUF] = "BUF",
 		[SX_LOG_OP_TRANS_END] = "TRANS_END",
+		[SX_LOG_OP_MANIFEST] = "MANIFEST",
 		[SX_LOG_OP_BUI] = "BUI", [SX_LOG_OP_BUD] = "BUD",
 		[SX_LOG_OP_EFI] = "EFI", [SX_LOG_OP_EFD] = "EFD",
 		[SX_LOG_OP_CUI] = "CUI", [SX_LOG_OP_CUD] = "CUD",

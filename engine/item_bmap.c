@@ -34,6 +34,7 @@
 #include "mount.h"
 #include "item_refc.h"
 #include "item_bmap.h"
+#include "log.h"
 
 /* The in-memory form of one extent map change. */
 struct sx_bmap_item {
@@ -108,6 +109,11 @@ static int sx_bui_map(struct sx_trans *tp, struct sx_inode *ip, struct sx_bmap_i
 	irec.br_startblock = bi->bi_bno;
 	irec.br_blockcount = bi->bi_len;
 	irec.br_state = (bi->bi_flags & SX_BMI_UNWRITTEN) ? SX_BMAP_UNWRITTEN : 0;
+	/*
+	 * The blocks may hold data written in place over their old mapping
+	 * (a swap, a clone): it must be durable before this mapping is.
+	 */
+	sx_log_data_remap(tp->t_mp);
 	if (bi->bi_flags & SX_BMI_SWAP)
 		return sx_bmap_map_nocharge(tp, ip, &irec);
 	return sx_bmap_map(tp, ip, &irec);

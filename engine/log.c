@@ -61,11 +61,14 @@ static u32 sx_log_used(const struct sx_log *log)
 	return log->l_size - tb + log->l_head;
 }
 
-/* Blocks a new reservation may take: one record's worth stays free for a wrap. */
+/*
+ * Blocks a new reservation may take: one record's worth stays free for a
+ * wrap, and room for the manifest (or fence) record a force may write.
+ */
 static u32 sx_log_avail(const struct sx_log *log)
 {
 	u64 busy = (u64)sx_log_used(log) + log->l_grant + log->l_cil_blocks +
-		   log->l_force_blocks + log->l_max_rec_blocks + 1;
+		   log->l_force_blocks + log->l_max_rec_blocks + 1 + log->l_mf_blocks;
 
 	return busy >= log->l_size ? 0 : (u32)(log->l_size - busy);
 }
@@ -104,6 +107,12 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 		sx_free(log);
 		return -ENOMEM;
 	}
+	sx_log_mf_init(log);
+	/*
+	 * A log with records in it (before recovery's checkpoint empties it)
+	 * ends with a force whose manifest this mount does not know.
+	 */
+	log->l_mf_all = head_lsn != log->l_tail;
 	sx_mutex_init(&log->l_force_lock);
 	sx_mutex_init(&log->l_lock);
 	sx_cond_init(&log->l_space);
@@ -137,6 +146,7 @@ void sx_log_destroy(struct sx_mount *mp)
 		sx_list_del(pos);
 		sx_free(li);
 	}
+	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);
 	sx_mutex_destroy(&log->l_lock);
 	sx_mutex_destroy(&log->l_force_lock);
@@ -472,6 +482,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 	rec->lr_version = cpu_to_le32(SX_VERSION);
 	rec->lr_first_tid = cpu_to_le64(first_tid);
 	memcpy(rec->lr_uuid, mp->m_sb.sb_uuid, SX_UUID_SIZE);
+	/* every record names the first record of its force */
+	rec->lr_force_lsn = cpu_to_le64(log->l_force_first ? log->l_force_first : lsn);
 	crc = sx_cksum(log->l_iobuf, (size_t)blocks * log->l_bsize);
 	rec->lr_crc = cpu_to_le32(crc);
 
@@ -498,6 +510,8 @@ static int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags
 		return error;
 	}
 
+	if (!log->l_force_first)
+		log->l_force_first = lsn;
 	sx_mutex_lock(&log->l_lock);
 	/* the room made above: only forces (l_force_lock) add records */
 	VERIFY(sx_log_add_recinfo(log, lsn, log->l_prev_crc) == 0);
@@ -612,28 +626,46 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 	sx_mutex_unlock(&log->l_lock);
 }
 
-/* File data went to the device in place: flush it before the next record. */
-void sx_log_data_written(struct sx_mount *mp)
-{
-	sx_atomic_set(&mp->m_log->l_data_dirty, 1);
-}
-
 /*
- * Flush data written in place, so that it is durable before any record that
- * maps it can be: a record and the data it points to may otherwise reach the
- * media in either order.
+ * Flush the device: data written in place since the last flush is durable
+ * after it.  @always: flush even if no data was written.
  */
-static int sx_log_flush_data(struct sx_mount *mp)
+static int sx_log_flush_data(struct sx_mount *mp, bool always)
 {
 	struct sx_log *log = mp->m_log;
 	int error;
 
-	if (sx_atomic_cmpxchg(&log->l_data_dirty, 1, 0) != 1)
+	if (sx_atomic_cmpxchg(&log->l_data_dirty, 1, 0) != 1 && !always)
 		return 0;
+	sx_atomic_set(&log->l_data_inplace, 0);
 	error = sx_dev_flush(mp);
-	if (error)
+	if (error) {
 		sx_atomic_set(&log->l_data_dirty, 1);
+		sx_atomic_set(&log->l_data_inplace, 1);
+	}
 	return error;
+}
+
+/* Write the manifest of the force (l_mf_flight) as its first record. */
+static int sx_log_write_manifest(struct sx_mount *mp)
+{
+	struct sx_log *log = mp->m_log;
+	struct sx_dlog_op *op = (struct sx_dlog_op *)(log->l_iobuf + SX_LOG_HDR_BYTES);
+	u32 n = log->l_mf_flight.ms_n, len = sizeof(*op) + n * sizeof(struct sx_dlog_mfent);
+	u64 lsn;
+	int error;
+
+	ASSERT(n <= log->l_mf_max);
+	error = sx_log_prepare_head(mp, sx_howmany(SX_LOG_HDR_BYTES + len, log->l_bsize));
+	if (error)
+		return error;
+	op->lo_type = cpu_to_le16(SX_LOG_OP_MANIFEST);
+	op->lo_flags = 0;
+	op->lo_len = cpu_to_le32(len - sizeof(*op));
+	op->lo_tid = 0;
+	sx_mfset_format(&log->l_mf_flight, (struct sx_dlog_mfent *)(op + 1));
+	/* its blocks are not reserved: sx_log_avail() keeps l_mf_blocks free */
+	return sx_log_write_record(mp, len, 1, SX_LR_MANIFEST, 0, 0, &lsn);
 }
 
 /* Write everything queued and flush (force lock held). */
@@ -641,28 +673,40 @@ static int sx_log_force_locked(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list groups, *pos;
+	bool preflush = false, fence;
 	u64 seq;
 	int error = 0;
 
 	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	sx_list_init(&groups);
+	/* the queue and the blocks its transactions wrote, together */
+	sx_rwsem_down_write(&log->l_mf_sem);
 	sx_mutex_lock(&log->l_lock);
 	sx_cil_take(log, &groups);
 	seq = log->l_commit_seq;
 	sx_mutex_unlock(&log->l_lock);
-	if (sx_list_empty(&groups)) {
+	fence = log->l_fence_wanted;
+	if (!sx_list_empty(&groups))
+		preflush = sx_log_mf_take(log);
+	sx_rwsem_up_write(&log->l_mf_sem);
+	if (sx_list_empty(&groups) && !fence) {
 		/* the forces before this one took them all, and none failed */
-		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp);
+		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp, false);
 		sx_log_complete(mp, &groups, seq, error);
 		return error;
 	}
+	log->l_force_first = 0;
 	if (sx_is_shutdown(mp)) {
 		error = -EIO;
 		goto out_complete;
 	}
-	error = sx_log_flush_data(mp);
+	/* without a manifest, data goes to the media before the records */
+	if (preflush)
+		error = sx_log_flush_data(mp, false);
 	if (!error)
 		error = sx_log_write_epoch(mp);
+	if (!error && log->l_mf_flight.ms_n)
+		error = sx_log_write_manifest(mp);
 	if (error)
 		goto out_complete;
 
@@ -685,20 +729,50 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		sx_list_for_each(tpos, &g->g_trans)
 			sx_list_entry(tpos, struct sx_cil_trans, ct_list)->ct_lsn = lsn;
 	}
+	if (!error && fence && !log->l_force_first) {
+		u64 lsn;
+
+		/* nothing else to write: a fence ends the last force's reign */
+		error = sx_log_prepare_head(mp, 1);
+		if (!error)
+			error = sx_log_write_record(mp, 0, 0, SX_LR_FENCE, 0, 0, &lsn);
+	}
 	if (!error) {
+		/* one flush for the records and every data write before them */
 		error = sx_fault("log_flush");
 		if (!error)
-			error = sx_dev_flush(mp);
+			error = sx_log_flush_data(mp, true);
 		if (error)
 			sx_force_shutdown(mp, error, "cache flush after a log force failed");
 	}
 	if (!error) {
 		sx_mutex_lock(&log->l_lock);
 		log->l_stats.ls_forces++;
+		log->l_stats.ls_manifests += log->l_mf_flight.ms_n != 0;
+		log->l_stats.ls_preflushes += preflush;
+		log->l_stats.ls_fences += fence;
 		sx_mutex_unlock(&log->l_lock);
 	}
 out_complete:
+	sx_log_mf_forced(log, !error && log->l_force_first);
+	log->l_force_first = 0;
 	sx_log_complete(mp, &groups, seq, error);
+	return error;
+}
+
+/*
+ * Get a force written and flushed, a fence record if nothing is queued:
+ * the last force that wrote records is then no longer the last one.
+ */
+int sx_log_fence(struct sx_mount *mp)
+{
+	struct sx_log *log = mp->m_log;
+	int error;
+
+	sx_mutex_lock(&log->l_force_lock);
+	log->l_fence_wanted = true;
+	error = sx_log_force_locked(mp);
+	sx_mutex_unlock(&log->l_force_lock);
 	return error;
 }
 
@@ -829,6 +903,13 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	log->l_nrecs -= keep;
 	sx_cond_broadcast(&log->l_space);
 	sx_mutex_unlock(&log->l_lock);
+	if (tail == SX_LSN(log->l_cycle, log->l_head)) {
+		/* an empty log has no last force whose manifest recovery reads */
+		sx_rwsem_down_write(&log->l_mf_sem);
+		sx_mfset_clear(&log->l_mf_done);
+		log->l_mf_all = false;
+		sx_rwsem_up_write(&log->l_mf_sem);
+	}
 out_unlock:
 	sx_mutex_unlock(&log->l_force_lock);
 	return error;
@@ -878,6 +959,7 @@ int sx_log_rec_check_header(const struct sx_dlog_rec *rec, const u8 *uuid,
 	u32 max = sx_log_rec_max_blocks(logblocks, blocksize);
 	u64 lsn = le64_to_cpu(rec->lr_lsn);
 	u64 tail = le64_to_cpu(rec->lr_tail_lsn);
+	u64 force = le64_to_cpu(rec->lr_force_lsn);
 
 	*why = NULL;
 	if (le32_to_cpu(rec->lr_magic) != SX_LOG_MAGIC)
@@ -896,6 +978,12 @@ int sx_log_rec_check_header(const struct sx_dlog_rec *rec, const u8 *uuid,
 		*why = "unknown flags";
 	else if ((flags & SX_LR_WRAP) && (blocks != 1 || rec->lr_len || rec->lr_nops))
 		*why = "bad wrap record";
+	else if ((flags & SX_LR_FENCE) && (blocks != 1 || rec->lr_len || rec->lr_nops))
+		*why = "bad fence record";
+	else if (flags & (flags - 1))
+		*why = "more than one kind of record";
+	else if (force > lsn || force < tail || SX_LSN_BLOCK(force) >= logblocks)
+		*why = "bad force LSN";	/* (the tail does not move during a force) */
 	else if (tail > lsn || SX_LSN_CYCLE(tail) + 1 < SX_LSN_CYCLE(lsn) ||
 		 SX_LSN_BLOCK(tail) >= logblocks)
 		*why = "bad tail LSN";

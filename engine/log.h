@@ -5,7 +5,8 @@
  * Committed transactions are formatted into ops and queued in memory in
  * groups of one record each, where ops that later ops repeat are dropped
  * (log_cil.c); a log force writes the groups as records at the head of the
- * circular log and flushes the device.  Only then are the
+ * circular log, after a manifest record of the new data blocks they map
+ * (log_manifest.c), and flushes the device once.  Only then are the
  * buffers they changed unpinned and allowed to be written in place.  A
  * checkpoint writes metadata back and moves the tail, which is anchored in
  * the superblock: the tail never passes a change that is not written back or
@@ -25,6 +26,9 @@ struct sx_log_stats {
 	u64	ls_wraps;
 	u64	ls_bytes;		/* bytes of records written */
 	u64	ls_forces;		/* forces that wrote at least one record */
+	u64	ls_fences;		/* of them, forces a data write asked for (log_manifest.c) */
+	u64	ls_manifests;		/* manifest records written */
+	u64	ls_preflushes;		/* forces that flushed data before their records */
 	u64	ls_checkpoints;
 	u64	ls_tail_moves;
 	u64	ls_trans;		/* transactions committed */
@@ -80,10 +84,31 @@ u64 sx_log_commit_seq(struct sx_mount *mp);
 u64 sx_log_durable_seq(struct sx_mount *mp);
 
 /**
- * sx_log_data_written() - file data was written in place; the next force
- * flushes the device before it writes any record (data before metadata)
+ * sx_log_write_data() - write file data blocks in place, ordered against
+ * the log (log_manifest.c)
+ * @fresh: the blocks' mapping is not durable yet (new blocks, copies of
+ *	a copy-on-write, unwritten blocks to be converted): the data must be
+ *	durable no later than the record that maps them
+ *
+ * Fresh blocks, and blocks written fresh since the last force, go into the
+ * next force's manifest; a block listed in the manifest of the last force
+ * that wrote records gets another force written first (a fence).
  */
-void sx_log_data_written(struct sx_mount *mp);
+int sx_log_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf, bool fresh);
+
+/**
+ * sx_log_data_remap() - a transaction maps into a file blocks that may
+ * hold data written in place over a durable mapping (a swap, a clone): the
+ * force that writes it flushes that data before its records
+ */
+void sx_log_data_remap(struct sx_mount *mp);
+
+/**
+ * sx_log_want_fence() - make the next force write a record even if it has
+ * nothing else to write (recovery, after it dropped a force whose data did
+ * not match: the fence overwrites that force's first record)
+ */
+void sx_log_want_fence(struct sx_mount *mp);
 
 /** sx_log_checkpoint() - force, write metadata back, flush, move the tail */
 int sx_log_checkpoint(struct sx_mount *mp);
@@ -136,6 +161,18 @@ u32 sx_log_min_blocks(u32 bytes, u32 blocksize);
 int sx_log_rec_check_header(const struct sx_dlog_rec *rec, const u8 *uuid,
 			    u64 expect_lsn, u32 logblocks, u32 blocksize,
 			    const char **why);
+
+/**
+ * sx_log_rec_check_kind() - check what a whole record of @recbytes (header
+ * and ops already checked) holds for its flags: a manifest record one
+ * MANIFEST op of entries inside [@datastart, @dblocks); any other record
+ * no MANIFEST op.  For a manifest record, *@ents and *@nents give its
+ * entries (else NULL and 0).
+ *
+ * Return: 0, or -EFSCORRUPTED with *@why saying what is wrong.
+ */
+int sx_log_rec_check_kind(const void *rec, u32 recbytes, u64 datastart, u64 dblocks,
+			  const struct sx_dlog_mfent **ents, u32 *nents, const char **why);
 
 /**
  * sx_log_rec_check_ops() - walk the ops of a whole record, bounds-checking

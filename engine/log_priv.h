@@ -83,6 +83,18 @@ struct sx_log_recinfo {
 	u32		ri_prev_crc;
 };
 
+/*
+ * A set of data blocks with the CRC of what was last written to each
+ * (log_manifest.c): open addressing on the block number, where 0 is an
+ * empty slot (block 0 is the superblock, never file data).
+ */
+struct sx_mfset {
+	u64		*ms_bno;
+	u32		*ms_crc;
+	u32		ms_cap;		/* slots: 0 or a power of two */
+	u32		ms_n;
+};
+
 struct sx_log {
 	struct sx_mutex	l_force_lock;
 	struct sx_mutex	l_lock;
@@ -102,6 +114,26 @@ struct sx_log {
 	u32		l_next_intent;
 	u32		l_grant;	/* blocks reserved by open transactions */
 	struct sx_atomic l_data_dirty;	/* data written in place since the last flush */
+	/*
+	 * Data manifests (log_manifest.c).  l_mf_sem is held shared by every
+	 * data write that may need one, across its device write, and
+	 * exclusive by a force while it takes the pending set with the queue
+	 * and when it publishes l_mf_done; l_mf_lock serialises the shared
+	 * holders' changes to the pending set.
+	 */
+	struct sx_rwsem	l_mf_sem;
+	struct sx_mutex	l_mf_lock;
+	struct sx_mfset	l_mf_pending;	/* blocks to list in the next force's manifest */
+	struct sx_mfset	l_mf_flight;	/* the manifest of the force writing now */
+	struct sx_mfset	l_mf_done;	/* that of the last force that wrote records */
+	u32		l_mf_blocks;	/* the largest manifest record, in blocks */
+	u32		l_mf_max;	/* the entries it holds */
+	bool		l_mf_overflow;	/* the pending set missed a block: flush data first */
+	bool		l_mf_all;	/* the last force's manifest is not known: fence every write */
+	bool		l_fence_wanted;	/* the next force writes a record, a fence if nothing else */
+	u64		l_force_first;	/* LSN of the current force's first record; 0 until written */
+	struct sx_atomic l_data_inplace; /* data over durable mappings since the last flush */
+	struct sx_atomic l_remap;	/* blocks that hold data were mapped since the last force */
 	/* the queue */
 	struct sx_list	l_cil;		/* groups, oldest first; the last may be open */
 	u64		l_cil_group;	/* id of the open group; 0 if none is open */
@@ -133,6 +165,19 @@ static inline u32 sx_log_rec_max_bytes(const struct sx_log *log)
 struct sx_log_intent *sx_log_find_intent(struct sx_log *log, u64 id);
 int sx_log_add_intent(struct sx_log *log, u64 id, u64 lsn, struct sx_log_intent **lip);
 void sx_log_del_intent(struct sx_log *log, struct sx_log_intent *li);
+
+/* log_manifest.c, for the writer */
+int sx_mfset_add(struct sx_mfset *ms, u64 bno, u32 crc);
+bool sx_mfset_has(const struct sx_mfset *ms, u64 bno);
+void sx_mfset_clear(struct sx_mfset *ms);
+void sx_mfset_free(struct sx_mfset *ms);
+/* the entries of @ms, in slot order, into @ents (room for ms_n) */
+void sx_mfset_format(const struct sx_mfset *ms, struct sx_dlog_mfent *ents);
+int sx_log_mf_init(struct sx_log *log);
+void sx_log_mf_destroy(struct sx_log *log);
+bool sx_log_mf_take(struct sx_log *log);
+void sx_log_mf_forced(struct sx_log *log, bool wrote);
+int sx_log_fence(struct sx_mount *mp);
 
 /* log_cil.c, for the writer (log lock held unless said otherwise) */
 

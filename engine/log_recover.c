@@ -71,6 +71,7 @@ static const char *const sx_stop_names[] = {
 	[SX_LOG_STOP_EPOCH] = "epoch went backwards",
 	[SX_LOG_STOP_CRC] = "bad record CRC (torn write)",
 	[SX_LOG_STOP_IO] = "read error",
+	[SX_LOG_STOP_DATA] = "data of the last force does not match its manifest",
 };
 
 /* A word for a scan stop reason. */
@@ -79,19 +80,119 @@ const char *sx_log_stop_name(enum sx_log_stop stop)
 	return stop < ARRAY_SIZE(sx_stop_names) ? sx_stop_names[stop] : "?";
 }
 
+/* The last force a scan walked: where it began and its manifest. */
+struct sx_scan_force {
+	u64		sf_force;	/* its lr_force_lsn */
+	u64		sf_start;	/* its first record; 0: began before the tail */
+	u32		sf_prev_crc;	/* lr_prev_crc of that record */
+	u32		sf_records;	/* its records walked */
+	u32		sf_nonwrap;	/* of them, not wrap records */
+	struct sx_dlog_mfent *sf_ents;	/* a copy of its manifest */
+	u32		sf_nents;
+	u32		sf_cap;
+};
+
+/*
+ * Follow the records of forces: a record starts a force or continues the
+ * one before it, and a manifest comes first in its force.
+ */
+static int sx_scan_note_force(struct sx_mount *mp, struct sx_scan_force *sf,
+			      const struct sx_dlog_rec *rec, u32 recbytes, u32 prev_crc,
+			      bool first, const char **why)
+{
+	u64 lsn = le64_to_cpu(rec->lr_lsn), force = le64_to_cpu(rec->lr_force_lsn);
+	u32 flags = le32_to_cpu(rec->lr_flags), n;
+	const struct sx_dlog_mfent *ents;
+	int error;
+
+	error = sx_log_rec_check_kind(rec, recbytes, mp->m_sb.sb_datastart,
+				      mp->m_sb.sb_dblocks, &ents, &n, why);
+	if (error)
+		return error;
+	if (!first && force != lsn && force != sf->sf_force) {
+		*why = "record is not of the force before it, nor the first of its own";
+		return -EFSCORRUPTED;
+	}
+	if (force != sf->sf_force || first) {
+		/* a new force; the tail may sit inside one, whose start is behind it */
+		sf->sf_force = force;
+		sf->sf_start = force == lsn ? lsn : 0;
+		sf->sf_prev_crc = prev_crc;
+		sf->sf_records = 0;
+		sf->sf_nonwrap = 0;
+		sf->sf_nents = 0;
+	}
+	if (flags & SX_LR_MANIFEST) {
+		if (!sf->sf_start || sf->sf_nonwrap) {
+			*why = "manifest record is not the first of its force";
+			return -EFSCORRUPTED;
+		}
+		if (n > sf->sf_cap) {
+			struct sx_dlog_mfent *e = sx_alloc(sizeof(*e) * n, 0);
+
+			if (!e)
+				return -ENOMEM;
+			sx_free(sf->sf_ents);
+			sf->sf_ents = e;
+			sf->sf_cap = n;
+		}
+		memcpy(sf->sf_ents, ents, sizeof(*ents) * n);
+		sf->sf_nents = n;
+	}
+	sf->sf_records++;
+	if (!(flags & SX_LR_WRAP))
+		sf->sf_nonwrap++;
+	return 0;
+}
+
+/*
+ * Read the blocks of the last force's manifest: the first that does not
+ * hold what the force wrote there is returned in *@bad (0: all match).
+ */
+static int sx_scan_check_manifest(struct sx_mount *mp, const struct sx_scan_force *sf,
+				  u8 *buf, u64 *bad)
+{
+	u32 i;
+	int error;
+
+	*bad = 0;
+	for (i = 0; i < sf->sf_nents; i++) {
+		u64 bno = le64_to_cpu(sf->sf_ents[i].me_bno);
+
+		error = sx_dev_read(mp, bno, 1, buf);
+		if (error)
+			return error;
+		if (sx_cksum(buf, mp->m_bsize) != le32_to_cpu(sf->sf_ents[i].me_crc)) {
+			*bad = bno;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* Walk the valid log from the tail, calling @fn for each record. */
 int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_scan_rec *r),
 		void *arg, struct sx_log_scan *res)
+{
+	return sx_log_scan_to(mp, 0, fn, arg, res);
+}
+
+/* Walk the valid log from the tail up to @limit (0: none). */
+int sx_log_scan_to(struct sx_mount *mp, u64 limit,
+		   int (*fn)(void *arg, const struct sx_log_scan_rec *r), void *arg,
+		   struct sx_log_scan *res)
 {
 	const struct sx_sb *sb = &mp->m_sb;
 	u32 bsize = mp->m_bsize, maxblocks = sx_log_rec_max_blocks(sb->sb_logblocks, bsize);
 	u32 cycle = SX_LSN_CYCLE(sb->sb_log_tail), block = SX_LSN_BLOCK(sb->sb_log_tail);
 	u32 prev_crc = sb->sb_log_tail_prev_crc, epoch = 0;
+	struct sx_scan_force sf;
 	u64 walked = 0;
 	u8 *buf;
 	int error = 0;
 
 	memset(res, 0, sizeof(*res));
+	memset(&sf, 0, sizeof(sf));
 	buf = sx_alloc((size_t)maxblocks * bsize, 0);
 	if (!buf)
 		return -ENOMEM;
@@ -110,6 +211,11 @@ int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_sc
 
 		res->sc_head = SX_LSN(cycle, block);
 		res->sc_head_prev_crc = prev_crc;
+		if (limit && SX_LSN(cycle, block) == limit) {
+			res->sc_stop = SX_LOG_STOP_DATA;
+			res->sc_why = "the force here was dropped: its data did not match";
+			break;
+		}
 		error = sx_dev_read(mp, sb->sb_logstart + block, 1, buf);
 		if (error) {
 			res->sc_stop = SX_LOG_STOP_IO;
@@ -149,8 +255,13 @@ int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_sc
 		}
 		/* a record that passed its CRC was written whole by us */
 		error = sx_log_rec_walk_ops(buf, blocks * bsize, NULL, NULL, &why);
+		if (!error)
+			error = sx_scan_note_force(mp, &sf, rec, blocks * bsize, prev_crc,
+						   res->sc_records == 0, &why);
 		if (error) {
-			sx_err(mp, "log record at LSN %u/%u is malformed: %s", cycle, block, why);
+			if (error == -EFSCORRUPTED)
+				sx_err(mp, "log record at LSN %u/%u is malformed: %s", cycle,
+				       block, why);
 			res->sc_why = why;
 			break;
 		}
@@ -188,6 +299,25 @@ int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_sc
 		res->sc_head = SX_LSN(cycle, block);
 		res->sc_head_prev_crc = prev_crc;
 	}
+	/*
+	 * The last force's flush covered its records and its data: if a block
+	 * of its manifest does not hold what the force wrote, the flush never
+	 * finished, nothing of the force was acknowledged, and the log ends
+	 * before it, as at a torn record.
+	 */
+	if (!error && !limit && res->sc_stop != SX_LOG_STOP_IO && sf.sf_start && sf.sf_nents) {
+		res->sc_manifest = sf.sf_nents;
+		error = sx_scan_check_manifest(mp, &sf, buf, &res->sc_bad_bno);
+		if (!error && res->sc_bad_bno) {
+			res->sc_head = sf.sf_start;
+			res->sc_head_prev_crc = sf.sf_prev_crc;
+			res->sc_records -= sf.sf_records;
+			res->sc_dropped = sf.sf_records;
+			res->sc_stop = SX_LOG_STOP_DATA;
+			res->sc_why = "a block of the last force's manifest does not hold its data";
+		}
+	}
+	sx_free(sf.sf_ents);
 	sx_free(buf);
 	return error;
 }
@@ -508,6 +638,9 @@ static int sx_recover_op(void *arg, const struct sx_dlog_op *op, const void *pay
 	case SX_LOG_OP_TRANS_END:
 		error = SX_IS_CORRUPT(rc->rc_mp, le32_to_cpu(op->lo_len) != 0) ? -EFSCORRUPTED : 0;
 		break;
+	case SX_LOG_OP_MANIFEST:
+		error = 0;	/* the scan checked the data it lists */
+		break;
 	default:
 		error = sx_recover_item_op(rc, op, payload);
 		break;
@@ -546,6 +679,22 @@ static int sx_recover_record(void *arg, const struct sx_log_scan_rec *r)
 	return error;
 }
 
+/* Forget what pass 1 noted (cancels, records), to walk it again. */
+static void sx_recover_reset(struct sx_recover *rc)
+{
+	struct sx_list *pos, *n;
+	int i;
+
+	for (i = 0; i < SX_RHASH; i++) {
+		sx_list_for_each_safe(pos, n, &rc->rc_cancels[i]) {
+			sx_list_del(pos);
+			sx_free(sx_list_entry(pos, struct sx_rcancel, cn_hash));
+		}
+	}
+	rc->rc_nrecs = 0;
+	rc->rc_seq = 0;
+}
+
 /* Free what the recovery state still holds. */
 static void sx_recover_free(struct sx_recover *rc)
 {
@@ -578,6 +727,8 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 {
 	struct sx_recover *rc;
 	struct sx_log_scan scan;
+	u64 limit = 0, bad_bno = 0;
+	u32 dropped = 0;
 	int error, i;
 
 	*dirty = false;
@@ -596,12 +747,33 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 	error = sx_log_scan(mp, sx_recover_record, rc, &scan);
 	if (error)
 		goto out_free;
+	if (scan.sc_stop == SX_LOG_STOP_DATA) {
+		/*
+		 * The last force's data did not all reach the media: it was
+		 * never acknowledged, and the log ends before it.  Pass 1 saw
+		 * its records too; see the log again without them.
+		 */
+		sx_warn(mp, "recovery: block %llu does not hold what the last force (%u records from LSN %u/%u) wrote there; dropping that force",
+			(unsigned long long)scan.sc_bad_bno, scan.sc_dropped,
+			SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head));
+		limit = scan.sc_head;
+		dropped = scan.sc_dropped;
+		bad_bno = scan.sc_bad_bno;
+		sx_recover_reset(rc);
+		error = sx_log_scan_to(mp, limit, sx_recover_record, rc, &scan);
+		if (error)
+			goto out_free;
+		ASSERT(scan.sc_head == limit);
+		scan.sc_dropped = dropped;
+		scan.sc_bad_bno = bad_bno;
+	}
 	/* a scan stopped by a read error returns that error */
 	ASSERT(scan.sc_stop != SX_LOG_STOP_IO);
 	mp->m_rstats.rs_records = scan.sc_records;
 	mp->m_rstats.rs_head_lsn = scan.sc_head;
 	mp->m_rstats.rs_tail_lsn = mp->m_sb.sb_log_tail;
 	mp->m_rstats.rs_stop_reason = scan.sc_stop;
+	mp->m_rstats.rs_dropped = dropped;
 	if (scan.sc_records && (mp->m_flags & SX_MF_RDONLY)) {
 		sx_err(mp, "log needs recovery; cannot mount read-only");
 		error = -EROFS;
@@ -613,7 +785,7 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 		rc->rc_pass = 2;
 		rc->rc_head = scan.sc_head;
 		rc->rc_seq = 0;
-		error = sx_log_scan(mp, sx_recover_record, rc, &scan);
+		error = sx_log_scan_to(mp, limit, sx_recover_record, rc, &scan);
 		if (!error)
 			error = sx_recover_flush_bufs(rc);
 		if (!error)
@@ -632,6 +804,16 @@ int sx_log_recover_replay(struct sx_mount *mp, bool *dirty)
 	error = sx_log_init(mp, scan.sc_head, scan.sc_head_prev_crc, scan.sc_max_tid + 1);
 	if (error)
 		goto out_free;
+	if (dropped) {
+		/*
+		 * The dropped force's records still chain from the head: the
+		 * mount's checkpoint writes a fence over its first record (in
+		 * a new epoch, so nothing after it chains to the fence), and
+		 * a later crash cannot bring the force back.
+		 */
+		sx_log_want_fence(mp);
+		*dirty = true;
+	}
 	for (i = 0; i < (int)rc->rc_nrecs; i++) {
 		error = sx_log_note_record(mp, rc->rc_recs[i].sr_lsn, rc->rc_recs[i].sr_prev_crc);
 		if (error)

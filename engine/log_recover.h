@@ -16,6 +16,7 @@ enum sx_log_stop {
 	SX_LOG_STOP_EPOCH,		/* epoch went backwards */
 	SX_LOG_STOP_CRC,		/* torn or damaged record */
 	SX_LOG_STOP_IO,			/* read error */
+	SX_LOG_STOP_DATA,		/* the last force's data does not match its manifest */
 };
 
 /* One valid record found by a scan. */
@@ -36,6 +37,13 @@ struct sx_log_scan {
 	u64		sc_max_tid;
 	enum sx_log_stop sc_stop;
 	const char	*sc_why;	/* what was wrong where it stopped */
+	/*
+	 * SX_LOG_STOP_DATA: the records of the last force, dropped (the head
+	 * is its first record), and the first of its blocks that did not match
+	 */
+	u32		sc_dropped;
+	u64		sc_bad_bno;
+	u32		sc_manifest;	/* entries of the last force's manifest, checked */
 };
 
 /**
@@ -47,6 +55,14 @@ struct sx_log_scan {
  */
 int sx_log_scan(struct sx_mount *mp, int (*fn)(void *arg, const struct sx_log_scan_rec *r),
 		void *arg, struct sx_log_scan *res);
+
+/**
+ * sx_log_scan_to() - sx_log_scan(), but the log ends at @limit (a head an
+ * earlier scan found, SX_LOG_STOP_DATA), with no manifest check
+ */
+int sx_log_scan_to(struct sx_mount *mp, u64 limit,
+		   int (*fn)(void *arg, const struct sx_log_scan_rec *r), void *arg,
+		   struct sx_log_scan *res);
 
 /** sx_log_stop_name() - a word for a scan's stop reason */
 const char *sx_log_stop_name(enum sx_log_stop stop);

@@ -40,7 +40,8 @@ int sx_bmap_unmap_later(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 l
  *
  * For each run of shared blocks in the range: allocate new blocks, copy
  * the old contents into them (read with sx_dev_read(), written with
- * sx_file_write_data(), so the copy is durable before the remap commits),
+ * sx_file_write_data() as fresh blocks, so the copy is durable no later
+ * than the remap),
  * unmap the old blocks (their refcount drops) and map the new ones in the
  * same state (unwritten stays unwritten, with no copy).  Holes and blocks
  * with one owner are left alone.  Files without SX_DIFLAG_REFLINK return at

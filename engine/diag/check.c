@@ -488,6 +488,9 @@ static int ck_log_op(void *arg, const struct sx_dlog_op *op, const void *payload
 		if (len)
 			ck_op_problem(ck, "TRANS_END carries %u bytes", len);
 		break;
+	case SX_LOG_OP_MANIFEST:
+		/* the scan checked its place, its entries and the data they name */
+		break;
 	default:
 		if (!sx_item_is_intent(type) && !sx_item_is_done(type))
 			ck_op_problem(ck, "item type 0x%x (%s) is not known to this engine",
@@ -564,6 +567,13 @@ static int ck_log(struct sx_checker *ck, const struct sx_sb *sb)
 			SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head),
 			sx_log_stop_name(scan.sc_stop), scan.sc_why ? " (" : "",
 			scan.sc_why ? scan.sc_why : "", scan.sc_why ? ")" : "");
+	if (scan.sc_stop == SX_LOG_STOP_DATA)
+		sx_check_problem(ck, "log: the last force (%u records from %u/%u) lists block %llu, which does not hold its data: recovery drops the force",
+			   scan.sc_dropped, SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head),
+			   (unsigned long long)scan.sc_bad_bno);
+	else if (scan.sc_manifest)
+		sx_check_note(ck, "log: the %u blocks of the last force's manifest hold its data",
+			scan.sc_manifest);
 	if (ck->ck_rec_problems)
 		sx_check_note(ck, "log: %u records hold ops recovery would refuse", ck->ck_rec_problems);
 	return 0;

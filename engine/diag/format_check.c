@@ -11,7 +11,8 @@
 SX_SIZE(sx_dsb, 480);
 SX_SIZE(sx_dblk_hdr, 48);
 SX_SIZE(sx_dbitmap, 64);
-SX_SIZE(sx_dlog_rec, 80);
+SX_SIZE(sx_dlog_rec, 88);
+SX_SIZE(sx_dlog_mfent, 16);
 SX_SIZE(sx_dlog_op, 16);
 SX_SIZE(sx_dlog_buf, 16);
 SX_SIZE(sx_dlog_region, 8);
@@ -40,6 +41,7 @@ SX_OFF(sx_dfsinfo, fi_rootino, 48);
 SX_OFF(sx_dfsinfo, fi_unlinked, 56);
 SX_OFF(sx_dfsinfo, fi_next_gen, 64);
 SX_OFF(sx_dfsinfo, fi_icount, 72);
+SX_OFF(sx_dlog_rec, lr_force_lsn, 80);
 SX_OFF(sx_dfsinfo, fi_refc_root, 80);
 SX_OFF(sx_dfsinfo, fi_refc_level, 88);
 SX_OFF(sx_dinode, di_next_unlinked, 120);

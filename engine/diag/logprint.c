@@ -49,14 +49,19 @@ static void lp_print_header(struct sx_logprinter *lp, u32 block, const struct sx
 	u64 lsn = le64_to_cpu(rec->lr_lsn), tail = le64_to_cpu(rec->lr_tail_lsn);
 	u32 flags = le32_to_cpu(rec->lr_flags);
 
-	lp_out(lp, "record %u/%u%s%s: device block %llu, tail %u/%u, epoch %u, %u blocks, %u ops, %u bytes, flags 0x%x%s, first tid %llu, crc 0x%08x, prev crc 0x%08x",
+	u64 force = le64_to_cpu(rec->lr_force_lsn);
+
+	lp_out(lp, "record %u/%u%s%s: device block %llu, tail %u/%u, epoch %u, %u blocks, %u ops, %u bytes, flags 0x%x%s%s%s, first tid %llu, crc 0x%08x, prev crc 0x%08x, force %u/%u%s",
 	       SX_LSN_CYCLE(lsn), SX_LSN_BLOCK(lsn), mark[0] ? " " : "", mark,
 	       (sx_ull)(lp->lp_mp->m_sb.sb_logstart + block), SX_LSN_CYCLE(tail),
 	       SX_LSN_BLOCK(tail), le32_to_cpu(rec->lr_epoch), le32_to_cpu(rec->lr_blocks),
 	       le32_to_cpu(rec->lr_nops), le32_to_cpu(rec->lr_len), flags,
 	       (flags & SX_LR_WRAP) ? " (WRAP)" : "",
+	       (flags & SX_LR_MANIFEST) ? " (MANIFEST)" : "",
+	       (flags & SX_LR_FENCE) ? " (FENCE)" : "",
 	       (sx_ull)le64_to_cpu(rec->lr_first_tid), le32_to_cpu(rec->lr_crc),
-	       le32_to_cpu(rec->lr_prev_crc));
+	       le32_to_cpu(rec->lr_prev_crc), SX_LSN_CYCLE(force), SX_LSN_BLOCK(force),
+	       force == lsn ? " (starts it)" : "");
 }
 
 /* Print the payload of a BUF op: block, flags and regions. */
@@ -92,6 +97,29 @@ static void lp_print_buf(struct sx_logprinter *lp, const char *prefix, u32 len,
 					 le32_to_cpu(rg[i + j].lg_off),
 					 le32_to_cpu(rg[i + j].lg_len));
 		lp_out(lp, "      regions (off/len):%s", line);
+	}
+}
+
+/* Print a MANIFEST op: its entries, a few a line. */
+static void lp_print_manifest(struct sx_logprinter *lp, const char *prefix, u32 len,
+			      const void *payload)
+{
+	const struct sx_dlog_mfent *e = payload;
+	char line[SX_LP_REGIONS_PER_LINE * 32 + 1];
+	u32 n = len / sizeof(*e), i, j, k;
+	int used;
+
+	lp_out(lp, "%s: %u data blocks%s", prefix, n,
+	       len % sizeof(*e) ? ", with a partial entry" : "");
+	for (i = 0; i < n; i += k) {
+		k = sx_min(n - i, (u32)SX_LP_REGIONS_PER_LINE);
+		used = 0;
+		line[0] = '\0';
+		for (j = 0; j < k; j++)
+			used += snprintf(line + used, sizeof(line) - used, " %llu/0x%08x",
+					 (sx_ull)le64_to_cpu(e[i + j].me_bno),
+					 le32_to_cpu(e[i + j].me_crc));
+		lp_out(lp, "      blocks (block/crc):%s", line);
 	}
 }
 
@@ -136,6 +164,9 @@ static int lp_print_op(void *arg, const struct sx_dlog_op *op, const void *paylo
 			lp_out(lp, "%s: %u bytes of payload (should be none)", prefix, len);
 		else
 			lp_out(lp, "%s", prefix);
+		break;
+	case SX_LOG_OP_MANIFEST:
+		lp_print_manifest(lp, prefix, len, payload);
 		break;
 	default:
 		lp_print_item(lp, prefix, type, len, payload);
@@ -423,6 +454,10 @@ SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg)
 		      SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head), lp.lp_records,
 		      scan.sc_why ? scan.sc_why : "?");
 		error = 0;
+	} else if (scan.sc_stop == SX_LOG_STOP_DATA) {
+		print(arg, "end of the valid log at %u/%u after %u records: block %llu does not hold what the manifest of the last force says, so its %u records above are dropped",
+		      SX_LSN_CYCLE(scan.sc_head), SX_LSN_BLOCK(scan.sc_head), scan.sc_records,
+		      (sx_ull)scan.sc_bad_bno, scan.sc_dropped);
 	} else if (scan.sc_stop == SX_LOG_STOP_NONE) {
 		print(arg, "the valid log fills the whole log: %u records", lp.lp_records);
 	} else {
@@ -432,6 +467,8 @@ SX_API int sx_logprint(struct sx_bdev *bd, sx_report_fn print, void *arg)
 		      scan.sc_why ? scan.sc_why : "", scan.sc_why ? ")" : "");
 	}
 	print(arg, "%s", lp.lp_records ? "the log needs recovery" : "the log is clean");
+	if (scan.sc_manifest && scan.sc_stop != SX_LOG_STOP_DATA)
+		print(arg, "the %u blocks of the last force's manifest hold its data", scan.sc_manifest);
 	if (lp.lp_walked >= sb.sb_logblocks)
 		goto out_free;
 

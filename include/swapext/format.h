@@ -31,7 +31,7 @@
 #define SX_DIRBT_MAGIC		0x52445853u	/* "SXDR": directory B+tree block */
 #define SX_REFCBT_MAGIC		0x43525853u	/* "SXRC": refcount B+tree block */
 
-#define SX_VERSION		1
+#define SX_VERSION		2	/* 2: log records name their force (lr_force_lsn), data manifests */
 #define SX_SB_SIZE		512	/* bytes of each superblock copy covered by its CRC */
 #define SX_MIN_BLOCKSIZE	512
 #define SX_MAX_BLOCKSIZE	65536
@@ -146,6 +146,19 @@ struct sx_dbitmap {
  * continuation.  When the next record does not fit before the end of the log,
  * the writer puts a one-block record with SX_LR_WRAP and continues at block 0
  * with the next cycle.
+ *
+ * A log force writes one or more records and then flushes the device once.
+ * Every record names its force: lr_force_lsn is the LSN of the first record
+ * the force wrote (wrap records included), so the records of one force are
+ * a run whose first has lr_force_lsn == lr_lsn.  File data written in place
+ * into blocks whose mapping the force makes durable is not flushed before
+ * the records: instead the force's first record (after a wrap, if any) is an
+ * SX_LR_MANIFEST record listing each such block with the CRC of what was
+ * written there.  Recovery reads the blocks of the last force's manifest;
+ * if any does not match, that force's flush never finished (it was never
+ * acknowledged), and the log ends before its first record.  A force with
+ * nothing else to say may write an SX_LR_FENCE record, so that an older
+ * force's manifest is no longer the last one.
  */
 struct sx_dlog_rec {
 	__le32	lr_magic;
@@ -162,10 +175,13 @@ struct sx_dlog_rec {
 	__le32	lr_version;
 	__le64	lr_first_tid;		/* transaction id of the first op */
 	u8	lr_uuid[SX_UUID_SIZE];
+	__le64	lr_force_lsn;		/* LSN of the first record of its force */
 };
 
 #define SX_LR_WRAP	(1u << 0)	/* no ops; the log continues at block 0 */
-#define SX_LR_FLAGS_ALL	(SX_LR_WRAP)
+#define SX_LR_MANIFEST	(1u << 1)	/* one SX_LOG_OP_MANIFEST op */
+#define SX_LR_FENCE	(1u << 2)	/* no ops; the force before it is not the last */
+#define SX_LR_FLAGS_ALL	(SX_LR_WRAP | SX_LR_MANIFEST | SX_LR_FENCE)
 
 /*
  * One op in a record: a header, then lo_len bytes of payload, then zero
@@ -184,6 +200,7 @@ struct sx_dlog_op {
 enum sx_log_op_type {
 	SX_LOG_OP_BUF		= 0x01,	/* physical change to a metadata block */
 	SX_LOG_OP_TRANS_END	= 0x02,	/* closes a transaction (no payload) */
+	SX_LOG_OP_MANIFEST	= 0x03,	/* data blocks of a force (SX_LR_MANIFEST only) */
 	SX_LOG_OP_BUI		= 0x10,	/* map/unmap an extent in a fork */
 	SX_LOG_OP_BUD		= 0x11,
 	SX_LOG_OP_EFI		= 0x12,	/* free extents */
@@ -212,6 +229,18 @@ struct sx_dlog_buf {
 	__le16	lb_nregions;
 	__le16	lb_pad;
 };
+/*
+ * SX_LOG_OP_MANIFEST payload: one entry per data block written in place
+ * since the last force whose mapping the force makes durable (lo_tid 0, at
+ * least one entry, lo_len a multiple of the entry).  me_crc is sx_cksum()
+ * of the block's whole contents.
+ */
+struct sx_dlog_mfent {
+	__le64	me_bno;
+	__le32	me_crc;
+	__le32	me_pad;			/* zero */
+};
+
 struct sx_dlog_region {
 	__le32	lg_off;
 	__le32	lg_len;

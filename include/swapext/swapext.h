@@ -110,6 +110,7 @@ struct sx_recovery_stats {
 	uint64_t	rs_tail_lsn;
 	int		rs_stop_reason;		/* 0: clean end of the log; else why it stopped */
 	uint64_t	rs_unlinked;		/* inodes with no name freed after recovery */
+	uint64_t	rs_dropped;		/* records of a last force whose data did not match */
 };
 
 /**

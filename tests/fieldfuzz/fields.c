@@ -205,6 +205,7 @@ static const struct ffz_field logrec_fields[] = {
 	F(struct sx_dlog_rec, lr_version),
 	F(struct sx_dlog_rec, lr_first_tid),
 	F(struct sx_dlog_rec, lr_uuid),
+	F(struct sx_dlog_rec, lr_force_lsn),
 };
 OTYPE(ffz_ot_logrec, "log record", logrec_fields);
 

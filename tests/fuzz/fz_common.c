@@ -644,6 +644,8 @@ static u32 fz_put_record(u8 *img, const struct sx_sb *sb, u32 cycle, u32 block, 
 	rec->lr_version = cpu_to_le32(SX_VERSION);
 	rec->lr_first_tid = cpu_to_le64(tid);
 	memcpy(rec->lr_uuid, sb->sb_uuid, SX_UUID_SIZE);
+	/* every record is a force of its own */
+	rec->lr_force_lsn = rec->lr_lsn;
 	if (olen)
 		memcpy(rec + 1, ops, olen);
 	crc = sx_cksum_skip(rec, (size_t)blocks * bs, offsetof(struct sx_dlog_rec, lr_crc));
