@@ -46,18 +46,53 @@ static int sx_swapext_read(struct sx_hinode *ip, u64 off, u64 len, struct sx_hma
 }
 
 /*
- * Read the next pair of pieces of @si: both start at the cursors and have
- * the same length.
+ * True if the host changes the forks in each step's own transaction
+ * (SX_HOST_DIRECT_MAP with all four of its operations).
  */
-static int sx_swapext_read_pair(const struct sx_swapext_intent *si, struct sx_hmap *m1,
-				struct sx_hmap *m2)
+static bool sx_swapext_direct(const struct sx_hinode *ip)
+{
+	const struct sx_host *h = ip->hi_host;
+	const struct sx_host_ops *ops = h->h_ops;
+
+	return (h->h_features & SX_HOST_DIRECT_MAP) && ops->ho_read_mapping_tp &&
+	       ops->ho_unmap_now && ops->ho_map_now && ops->ho_step_room;
+}
+
+/*
+ * sx_swapext_read() in @tp: a direct step reads through the transaction
+ * whose changes may already hold the mapping blocks.
+ */
+static int sx_swapext_read_tp(struct sx_htrans *tp, struct sx_hinode *ip, u64 off, u64 len,
+			      struct sx_hmap *m)
 {
 	int error;
 
-	error = sx_swapext_read(si->si_ip1, si->si_startoff1, si->si_blockcount, m1);
+	if (!tp)
+		return sx_swapext_read(ip, off, len, m);
+	memset(m, 0, sizeof(*m));
+	error = sx_hops(ip)->ho_read_mapping_tp(tp, ip, off, len, m);
 	if (error)
 		return error;
-	error = sx_swapext_read(si->si_ip2, si->si_startoff2, m1->hm_blockcount, m2);
+	if (SX_CORE_CORRUPT(ip->hi_host, m->hm_startoff != off || m->hm_blockcount == 0 ||
+			  m->hm_blockcount > len ||
+			  (!sx_hmap_is_mapped(m) && (m->hm_flags & SX_HMAP_UNWRITTEN))))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/*
+ * Read the next pair of pieces of @si: both start at the cursors and have
+ * the same length.  @tp: the direct step's transaction, or NULL.
+ */
+static int sx_swapext_read_pair(struct sx_htrans *tp, const struct sx_swapext_intent *si,
+				struct sx_hmap *m1, struct sx_hmap *m2)
+{
+	int error;
+
+	error = sx_swapext_read_tp(tp, si->si_ip1, si->si_startoff1, si->si_blockcount, m1);
+	if (error)
+		return error;
+	error = sx_swapext_read_tp(tp, si->si_ip2, si->si_startoff2, m1->hm_blockcount, m2);
 	if (error)
 		return error;
 	m1->hm_blockcount = m2->hm_blockcount;
@@ -126,7 +161,7 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 		struct sx_hmap m1, m2;
 		bool same;
 
-		error = sx_swapext_read_pair(&walk, &m1, &m2);
+		error = sx_swapext_read_pair(NULL, &walk, &m1, &m2);
 		if (error)
 			return error;
 		error = sx_swapext_same(&walk, &m1, &m2, &same);
@@ -207,29 +242,39 @@ static int sx_swapext_update_size(struct sx_htrans *tp, struct sx_hinode *ip, u6
 	return sx_hops(ip)->ho_set_size(tp, ip, len);
 }
 
-/* Queue the unmap of @m (if it maps anything) from @ip. */
-static int sx_swapext_unmap(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m)
+/* Unmap @m (if it maps anything) from @ip: now if @direct, else queued. */
+static int sx_swapext_unmap(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m,
+			    bool direct)
 {
 	if (!sx_hmap_is_mapped(m))
 		return 0;
+	if (direct)
+		return sx_hops(ip)->ho_unmap_now(tp, ip, m);
 	return sx_hops(ip)->ho_queue_unmap(tp, ip, m);
 }
 
-/* Queue the map of @m's blocks (if any) into @ip at file block @off. */
+/* Map @m's blocks (if any) into @ip at file block @off: now or queued. */
 static int sx_swapext_map(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m,
-			  u64 off)
+			  u64 off, bool direct)
 {
 	struct sx_hmap nm = *m;
 
 	if (!sx_hmap_is_mapped(m))
 		return 0;
 	nm.hm_startoff = off;
+	if (direct)
+		return sx_hops(ip)->ho_map_now(tp, ip, &nm);
 	return sx_hops(ip)->ho_queue_map(tp, ip, &nm);
 }
 
-/* Swap the pieces @m1 (of inode 1) and @m2 (of inode 2) in @tp. */
+/*
+ * Swap the pieces @m1 (of inode 1) and @m2 (of inode 2) in @tp: changing
+ * the forks now if @direct, else queuing the changes.  Both unmaps come
+ * before both maps: within one file the second range's piece may lie
+ * where the first one's goes.
+ */
 static int sx_swapext_step(struct sx_htrans *tp, struct sx_swapext_intent *si,
-			   const struct sx_hmap *m1, const struct sx_hmap *m2)
+			   const struct sx_hmap *m1, const struct sx_hmap *m2, bool direct)
 {
 	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
 	u64 len = m1->hm_blockcount;
@@ -260,13 +305,13 @@ static int sx_swapext_step(struct sx_htrans *tp, struct sx_swapext_intent *si,
 	}
 
 	/* remove both pieces, then map each where the other was */
-	error = sx_swapext_unmap(tp, si->si_ip1, m1);
+	error = sx_swapext_unmap(tp, si->si_ip1, m1, direct);
 	if (!error)
-		error = sx_swapext_unmap(tp, si->si_ip2, m2);
+		error = sx_swapext_unmap(tp, si->si_ip2, m2, direct);
 	if (!error)
-		error = sx_swapext_map(tp, si->si_ip1, m2, si->si_startoff1);
+		error = sx_swapext_map(tp, si->si_ip1, m2, si->si_startoff1, direct);
 	if (!error)
-		error = sx_swapext_map(tp, si->si_ip2, m1, si->si_startoff2);
+		error = sx_swapext_map(tp, si->si_ip2, m1, si->si_startoff2, direct);
 	if (error)
 		return error;
 
@@ -309,15 +354,39 @@ static int sx_swapext_finish_last(struct sx_htrans *tp, struct sx_swapext_intent
 	return 0;
 }
 
+/*
+ * One step: skip the pieces both files share, then exchange the next
+ * differing pair.  A host that changes the forks directly goes on with
+ * further pairs while its reservation has room for one more at its worst
+ * (ho_step_room), so that a step of a long swap is one transaction: the
+ * SXD of the old intent, many exchanges, the SXI of what is left.  The
+ * item's cursors advance with each exchange, and the SXI the host logs
+ * after the step describes exactly the rest, so a crash recovers from the
+ * last committed step whatever the number of exchanges in it.
+ */
 int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si)
 {
+	bool direct = sx_swapext_direct(si->si_ip1);
+	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	u64 pairs = 0;
 	int error;
 
 	while (si->si_blockcount > 0) {
 		struct sx_hmap m1, m2;
 		bool same;
 
-		error = sx_swapext_read_pair(si, &m1, &m2);
+		/*
+		 * No room for another exchange: the step ends here, or if
+		 * this was to be its first, that one is queued (it then
+		 * needs only what a queued step reserves).
+		 */
+		if (direct && !ops->ho_step_room(tp, si->si_ip1, si->si_ip2)) {
+			if (pairs > 0)
+				break;
+			direct = false;
+		}
+		/* reads after a direct change go through its transaction */
+		error = sx_swapext_read_pair(direct && pairs ? tp : NULL, si, &m1, &m2);
 		if (error)
 			return error;
 		error = sx_swapext_same(si, &m1, &m2, &same);
@@ -335,11 +404,13 @@ int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si)
 			sx_swapext_advance(si, m1.hm_blockcount);
 			continue;
 		}
-		error = sx_swapext_step(tp, si, &m1, &m2);
+		error = sx_swapext_step(tp, si, &m1, &m2, direct);
 		if (error)
 			return error;
 		sx_swapext_advance(si, m1.hm_blockcount);
-		break;
+		pairs++;
+		if (!direct)
+			break;
 	}
 	if (si->si_blockcount > 0)
 		return -EAGAIN;
