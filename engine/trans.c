@@ -68,7 +68,12 @@ int sx_trans_alloc(struct sx_mount *mp, u32 res_bytes, u32 flags,
 	return 0;
 }
 
-/* The joined buffer of @blkno, if any. */
+/*
+ * The joined buffer of @blkno, if any.  A found buffer moves to the front:
+ * a long transaction (a batched swap step joins hundreds of B+tree blocks)
+ * looks up the few it is working on (a root, a leaf, an inode) over and
+ * over, and the order of the list means nothing else.
+ */
 static struct sx_buf *sx_trans_find_buf(struct sx_trans *tp, u64 blkno)
 {
 	struct sx_list *pos;
@@ -76,8 +81,13 @@ static struct sx_buf *sx_trans_find_buf(struct sx_trans *tp, u64 blkno)
 	sx_list_for_each(pos, &tp->t_bufs) {
 		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
 
-		if (bp->b_blkno == blkno)
+		if (bp->b_blkno == blkno) {
+			if (pos != tp->t_bufs.next) {
+				sx_list_del(pos);
+				sx_list_add(pos, &tp->t_bufs);
+			}
 			return bp;
+		}
 	}
 	return NULL;
 }
