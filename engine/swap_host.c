@@ -215,6 +215,62 @@ static int sx_shost_read_at(struct sx_trans *tp, struct sx_hinode *hi, u64 start
 	return 0;
 }
 
+/* Records one ho_read_mappings call reads at most. */
+#define SX_SHOST_READ_RECS	8
+
+/*
+ * The mappings from file block @startoff on, holes included, within
+ * [@startoff, +@blockcount): at most @nmaps, from one walk of the fork.
+ */
+static int sx_shost_read_mappings(struct sx_htrans *htp, struct sx_hinode *hi, u64 startoff,
+				  u64 blockcount, struct sx_hmap *maps, u32 nmaps)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irecs[SX_SHOST_READ_RECS];
+	u32 want = sx_min(nmaps, (u32)SX_SHOST_READ_RECS), got, k = 0, n = 0;
+	u64 off = startoff, end = startoff + blockcount;
+	bool lock = !ip->i_swap_ilocked;
+	int error;
+
+	if (nmaps == 0 || blockcount == 0 || end < startoff)
+		return -EINVAL;
+	if (lock)
+		sx_ilock(ip, SX_ILOCK_EXCL);
+	error = sx_bmap_next_n(htp ? sx_shost_tp(htp) : NULL, ip, startoff, irecs, want, &got);
+	if (lock)
+		sx_iunlock(ip, SX_ILOCK_EXCL);
+	if (error)
+		return error;
+	while (off < end && n < nmaps) {
+		struct sx_hmap *m = &maps[n];
+		const struct sx_bmap_irec *r = k < got ? &irecs[k] : NULL;
+
+		if (r && r->br_startoff + r->br_blockcount <= off) {
+			k++;
+			continue;
+		}
+		/* past the last record read, more may follow: stop there */
+		if (!r && got == want)
+			break;
+		memset(m, 0, sizeof(*m));
+		m->hm_startoff = off;
+		if (r && r->br_startoff <= off) {
+			m->hm_startblock = r->br_startblock + (off - r->br_startoff);
+			m->hm_blockcount = sx_min(r->br_startoff + r->br_blockcount, end) - off;
+			if (r->br_state & SX_BMAP_UNWRITTEN)
+				m->hm_flags = SX_HMAP_UNWRITTEN;
+			k++;
+		} else {
+			/* a hole, up to the next mapping or the end */
+			m->hm_startblock = SX_HOLESTARTBLOCK;
+			m->hm_blockcount = (r ? sx_min(r->br_startoff, end) : end) - off;
+		}
+		off += m->hm_blockcount;
+		n++;
+	}
+	return (int)n;
+}
+
 /* The mapping at file block @startoff, outside any transaction. */
 static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockcount,
 				 struct sx_hmap *map)
@@ -589,6 +645,7 @@ static const struct sx_host_ops sx_store_host_ops = {
 	.ho_unlock_two = sx_shost_unlock_two,
 	.ho_flush_range = sx_shost_flush_range,
 	.ho_read_mapping = sx_shost_read_mapping,
+	.ho_read_mappings = sx_shost_read_mappings,
 	.ho_max_extents = sx_shost_max_extents,
 	.ho_trim_eof = sx_shost_trim_eof,
 	.ho_trans_alloc = sx_shost_trans_alloc,

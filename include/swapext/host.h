@@ -17,8 +17,8 @@
  *    and struct sx_hinode in each in-memory inode (set hi_host).  The core
  *    finds the host from an inode; it never dereferences a transaction.
  * 2. Implement struct sx_host_ops.  Every operation returns 0 or a negative
- *    errno unless it says otherwise; none may be NULL except ho_swap_forks
- *    and the four of direct steps (SX_HOST_DIRECT_MAP).
+ *    errno unless it says otherwise; none may be NULL except ho_swap_forks,
+ *    ho_read_mappings and the four of direct steps (SX_HOST_DIRECT_MAP).
  * 3. Give the deferred-work manager of the host a swap type whose items are
  *    struct sx_swapext_intent (copied by value, at most one per intent) and
  *    whose callbacks are the core's sx_swapext_item_*() functions below.
@@ -234,6 +234,14 @@ struct sx_swapext_intent;
  *			@blockcount blocks (a hole runs to the next mapping);
  *			called with the swap's transaction open but nothing
  *			changed in it yet
+ * @ho_read_mappings:	optional: the mapping at @startoff as ho_read_mapping
+ *			(@tp NULL) or ho_read_mapping_tp (@tp) gives it, and
+ *			those after it, each starting where the one before
+ *			ends (holes too), all within [@startoff, +@blockcount):
+ *			at most @nmaps in @maps, from one lookup of the
+ *			mapping structure.  Returns how many (at least 1) or
+ *			a negative errno.  The core reads ahead with it in
+ *			its walks; without it, a lookup per piece
  * @ho_max_extents:	the most mappings @ip's data fork may hold (-EFBIG
  *			from the estimate beyond it)
  * @ho_trim_eof:	optional: free whatever @ip maps past its EOF block.
@@ -324,6 +332,8 @@ struct sx_host_ops {
 	int	(*ho_flush_range)(struct sx_hinode *ip, s64 off, s64 len);
 	int	(*ho_read_mapping)(struct sx_hinode *ip, u64 startoff, u64 blockcount,
 				   struct sx_hmap *map);
+	int	(*ho_read_mappings)(struct sx_htrans *tp, struct sx_hinode *ip, u64 startoff,
+				    u64 blockcount, struct sx_hmap *maps, u32 nmaps);
 	u64	(*ho_max_extents)(struct sx_hinode *ip);
 	int	(*ho_trim_eof)(struct sx_hinode *ip);
 
