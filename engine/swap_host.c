@@ -337,7 +337,7 @@ static u64 sx_shost_bmbt_blocks(const struct sx_mount *mp, u64 nrecs)
  * extents) holds hundreds of them; an exchange that does not fit at its
  * worst ends the step, or is queued if it was to be the step's first.
  */
-#define SX_SHOST_DIRECT_BUI_STEPS	2
+#define SX_SHOST_DIRECT_BUI_STEPS	3
 
 /* Log bytes of one transaction of a swap: an SXI step and a BUI step. */
 static u32 sx_shost_step_bytes(const struct sx_mount *mp)
@@ -346,7 +346,21 @@ static u32 sx_shost_step_bytes(const struct sx_mount *mp)
 	       sx_defer_step_bytes(mp, &sx_bmap_defer_ops);
 }
 
-/* For sizing the log: what sx_shost_trans_alloc() reserves. */
+/*
+ * What a swap's first transaction reserves.  Its rolls keep it, or grow it
+ * to what the chain's first pending work needs (defer.c).  With direct
+ * steps it is an SXI step, which holds the direct exchanges: the steps
+ * then reserve the same in the chain as in its recovery, which starts
+ * from the SXI's own chain reservation; a queued exchange grows it.
+ */
+static u32 sx_shost_first_bytes(const struct sx_mount *mp)
+{
+	if (mp->m_host.h_features & SX_HOST_DIRECT_MAP)
+		return sx_defer_step_bytes(mp, &sx_sxi_defer_ops);
+	return sx_shost_step_bytes(mp);
+}
+
+/* For sizing the log: what sx_shost_trans_alloc() reserves without direct steps. */
 u32 sx_swap_host_res(const struct sx_mount *mp)
 {
 	return sx_shost_step_bytes(mp);
@@ -373,7 +387,7 @@ static int sx_shost_trans_alloc(struct sx_host *h, const struct sx_hres *res,
 	       sx_shost_bmbt_blocks(mp, res->hr_nrext2);
 	if (need > sx_alloc_free_blocks(mp))
 		return -ENOSPC;
-	error = sx_trans_alloc(mp, sx_shost_step_bytes(mp), 0, &tp);
+	error = sx_trans_alloc(mp, sx_shost_first_bytes(mp), 0, &tp);
 	if (error)
 		return error;
 	*tpp = (struct sx_htrans *)tp;
@@ -670,11 +684,11 @@ static const struct sx_host_ops sx_store_host_ops = {
 
 /*
  * Fill the mount's host from the superblock.  Direct steps reserve what
- * the log's largest record holds beyond a queued step's transaction (a
- * chain's, with room to relog), up to SX_SHOST_DIRECT_BUI_STEPS BUI
- * steps; mkfs sizes the log for queued steps, so a small log gives them
- * less, and below a quarter of one BUI step (where few exchanges of a
- * large file would fit) a step queues its map/unmap work as before.
+ * the log's largest record holds beyond an SXI step (with room to spare
+ * for a chain's relogs), up to SX_SHOST_DIRECT_BUI_STEPS BUI steps; mkfs
+ * sizes the log for queued steps, so a small log gives them less, and
+ * below a quarter of one BUI step (where few exchanges of a large file
+ * would fit) a step queues its map/unmap work as before.
  */
 void sx_swap_host_init(struct sx_mount *mp)
 {
@@ -689,7 +703,7 @@ void sx_swap_host_init(struct sx_mount *mp)
 
 	mp->m_swap_direct_res = 0;
 	rec = sx_log_rec_max_blocks(mp->m_sb.sb_logblocks, mp->m_bsize) * mp->m_bsize;
-	base = sx_shost_step_bytes(mp) + 2 * sx_defer_step_bytes(mp, &sx_sxi_defer_ops);
+	base = 3 * sx_defer_step_bytes(mp, &sx_sxi_defer_ops);
 	bui = sx_bmap_defer_ops.do_step_res(mp);
 	avail = rec > base ? rec - base : 0;
 	if (avail >= bui / 4) {
