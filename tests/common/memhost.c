@@ -555,6 +555,29 @@ static int mh_read_mapping(struct sx_hinode *ip, u64 startoff, u64 blockcount,
 	return 0;
 }
 
+/*
+ * Several mappings from @startoff on, each as mh_read_mapping gives it,
+ * within [@startoff, +@blockcount): at most @nmaps and mh_read_ahead.
+ */
+static int mh_read_mappings(struct sx_htrans *tp, struct sx_hinode *ip, u64 startoff,
+			    u64 blockcount, struct sx_hmap *maps, u32 nmaps)
+{
+	struct mh_host *mh = mh_of(MI(ip));
+	u64 end = startoff + blockcount;
+	u32 n = 0;
+
+	if (tp)
+		mh_assert_locked(MI(ip));
+	nmaps = mh_min(nmaps, mh->mh_read_ahead);
+	while (startoff < end && n < nmaps) {
+		mh_read_mapping(ip, startoff, end - startoff, &maps[n]);
+		startoff += maps[n].hm_blockcount;
+		n++;
+	}
+	mh->mh_nreads++;
+	return n ? (int)n : -EINVAL;
+}
+
 static u64 mh_max_extents(struct sx_hinode *ip)
 {
 	return mh_of(MI(ip))->mh_max_extents;
@@ -842,6 +865,7 @@ static const struct sx_host_ops mh_host_ops = {
 	.ho_unlock_two		= mh_unlock_two,
 	.ho_flush_range		= mh_flush_range,
 	.ho_read_mapping	= mh_read_mapping,
+	.ho_read_mappings	= mh_read_mappings,
 	.ho_max_extents		= mh_max_extents,
 	.ho_trans_alloc		= mh_trans_alloc,
 	.ho_trans_roll		= mh_trans_roll,
@@ -876,6 +900,7 @@ void mh_init(struct mh_host *mh, u32 blksize, u32 features)
 	mh->mh_blksize = blksize;
 	mh->mh_max_extents = MH_MAX_EXT;
 	mh->mh_step_pairs = MH_STEP_PAIRS;
+	mh->mh_read_ahead = MH_READ_AHEAD;
 	mh->mh_next_blk = 1000;
 	mh->mh_clock_ns = 1700000000ull * 1000000000ull;
 }

@@ -11,6 +11,9 @@
  * runner that logs intents and dones as swapext's defer manager does: one
  * step per transaction, done + work + intent for what is left.
  *
+ * ho_read_mappings gives up to mh_read_ahead mappings per call (tests set
+ * mh_ops.ho_read_mappings to NULL for a host without it).
+ *
  * With SX_HOST_DIRECT_MAP a step changes the forks in its own transaction
  * (ho_unmap_now/ho_map_now, recorded as the BUIs' work is) and
  * ho_step_room lets mh_step_pairs exchanges into each transaction (0: none,
@@ -50,6 +53,7 @@
 #define MH_FIRST_INO	100
 #define MH_DEV_BLOCKS	(1u << 20)
 #define MH_STEP_PAIRS	3	/* default exchanges per direct step */
+#define MH_READ_AHEAD	5	/* default mappings per ho_read_mappings */
 
 struct mh_ext {
 	u64	me_off;
@@ -122,6 +126,8 @@ struct mh_host {
 	u32	mh_recovered_intents;
 	u32	mh_ndirect;		/* direct maps and unmaps applied */
 	u32	mh_step_pairs;		/* exchanges ho_step_room allows per transaction */
+	u32	mh_read_ahead;		/* mappings ho_read_mappings gives at most */
+	u32	mh_nreads;		/* ho_read_mappings calls */
 	struct sx_hres mh_last_res;	/* the last reservation asked for */
 };
 

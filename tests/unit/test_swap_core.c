@@ -318,6 +318,8 @@ static void test_direct_batches(void **state)
 	assert_int_equal(h3.mh_ndirect, 0);
 	assert_true(h2.mh_ndirect > 0);
 	assert_true(h4.mh_ndirect > 0);
+	/* the walks read ahead: fewer lookups than pieces read */
+	assert_true(h2.mh_nreads > 0);
 	/* queued: an SXI step then its four BUIs, one transaction each */
 	assert_true(h2.mh_nrec * 3 < host.mh_nrec);
 	assert_int_equal(h3.mh_nrec, host.mh_nrec);
@@ -335,6 +337,36 @@ static void test_direct_batches(void **state)
 	mh_destroy(&h2);
 	mh_destroy(&h3);
 	mh_destroy(&h4);
+}
+
+/*
+ * The core's walks read ahead (ho_read_mappings): the same swap ends the
+ * same with five mappings per lookup, one, or no ho_read_mappings at all,
+ * and five take fewer lookups than one.
+ */
+static void test_readahead(void **state)
+{
+	static struct mh_host h2, h3;
+	struct mh_inode *a1, *b1, *a2, *b2, *a3, *b3;
+
+	(void)state;
+	build_pair(&host, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a1, &b1);
+	build_pair(&h2, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a2, &b2);
+	build_pair(&h3, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a3, &b3);
+	h2.mh_read_ahead = 1;
+	h3.mh_ops.ho_read_mappings = NULL;
+	assert_int_equal(do_swap(a1, b1, 0, 0, a1->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a2, b2, 0, 0, a2->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a3, b3, 0, 0, a3->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_true(mh_same_all(host.mh_inodes, h2.mh_inodes));
+	assert_true(mh_same_all(host.mh_inodes, h3.mh_inodes));
+	assert_int_equal(h3.mh_nreads, 0);
+	assert_true(host.mh_nreads > 0);
+	assert_true(host.mh_nreads * 2 < h2.mh_nreads);
+	assert_int_equal(mh_check(&host, 0), 0);
+	mh_destroy(&host);
+	mh_destroy(&h2);
+	mh_destroy(&h3);
 }
 
 /*
@@ -417,6 +449,8 @@ enum setup {
 static u32 crash_features;
 /* With SX_HOST_DIRECT_MAP: exchanges per step (0: memhost's default). */
 static u32 crash_step_pairs;
+/* A host without ho_read_mappings (XFS's binding): a lookup per piece. */
+static bool crash_no_readahead;
 
 static void setup_crash(enum setup s, struct mh_inode **a, struct mh_inode **b,
 			struct file_swap_range *fsr)
@@ -427,6 +461,8 @@ static void setup_crash(enum setup s, struct mh_inode **a, struct mh_inode **b,
 	mh_init(&host, B, SX_HOST_ATOMIC_SWAP | crash_features);
 	if (crash_step_pairs)
 		host.mh_step_pairs = crash_step_pairs;
+	if (crash_no_readahead)
+		host.mh_ops.ho_read_mappings = NULL;
 	memset(fsr, 0, sizeof(*fsr));
 	*a = mh_create(&host, 0);
 	switch (s) {
@@ -581,6 +617,8 @@ static void test_crash_one_file(void **state)
 static void test_crash_xfs_shaped_host(void **state)
 {
 	(void)state;
+	/* XFS's binding reads one mapping per lookup */
+	crash_no_readahead = true;
 	crash_features = SX_HOST_MAP_NBLOCKS | SX_HOST_RECOVERY_LOCKS;
 	crash_one(SETUP_64, MH_ORDER_STORE, false);
 	crash_one(SETUP_TO_EOF, MH_ORDER_SPAWN_FIRST, true);
@@ -588,6 +626,7 @@ static void test_crash_xfs_shaped_host(void **state)
 	crash_features = SX_HOST_MAP_NBLOCKS;
 	crash_one(SETUP_64, MH_ORDER_SPAWN_FIRST, false);
 	crash_features = 0;
+	crash_no_readahead = false;
 }
 
 /*
@@ -612,6 +651,9 @@ static void test_crash_direct(void **state)
 	crash_step_pairs = 2;
 	crash_one(SETUP_64, MH_ORDER_STORE, true);
 	crash_one(SETUP_TO_EOF, MH_ORDER_STORE, true);
+	crash_no_readahead = true;
+	crash_one(SETUP_ONE_FILE, MH_ORDER_SPAWN_FIRST, true);
+	crash_no_readahead = false;
 	crash_step_pairs = 0;
 	crash_features = 0;
 }
@@ -798,6 +840,7 @@ int main(void)
 		cmocka_unit_test(test_crash_xfs_shaped_host),
 		cmocka_unit_test(test_crash_direct),
 		cmocka_unit_test(test_direct_batches),
+		cmocka_unit_test(test_readahead),
 		cmocka_unit_test(test_fail_mid_chain),
 		cmocka_unit_test(test_recover_bad_sxi),
 	};
