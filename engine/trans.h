@@ -23,6 +23,9 @@ enum {
 	SX_TRANS_UNSHARED = (1u << 2),	/* left blocks with one owner (refcount.c) */
 };
 
+/* Buckets of a transaction's hash of joined buffers. */
+#define SX_TRANS_BHASH	64
+
 struct sx_trans_item {
 	struct sx_list	ti_list;
 	u16		ti_type;
@@ -40,6 +43,8 @@ struct sx_trans {
 	struct sx_list	t_bufs;
 	struct sx_list	t_items;
 	struct sx_list	t_dfops;	/* queued deferred work (defer.c) */
+	struct sx_list	t_bhash[SX_TRANS_BHASH]; /* t_bufs by block number
+						  * modulo SX_TRANS_BHASH */
 };
 
 /**
