@@ -492,6 +492,14 @@ static int sx_shost_queue_map(struct sx_htrans *tp, struct sx_hinode *hi,
  * before any B+tree or bitmap block of the change (the lock order of
  * inode.c: the unlinked list's walk holds inode blocks while it waits for
  * the bitmap, and an update's clone is a file on that list).
+ *
+ * The step's fork calls walk the same B+tree blocks (roots, the leaves at
+ * the cursors) over and over: the transaction keeps the clean ones joined
+ * until it commits (SX_TRANS_KEEP_CLEAN) instead of unlocking them after
+ * each call and locking and copying them again at the next.  Only the
+ * swap's two inodes, which it holds locked, own those blocks; the bitmap
+ * blocks an allocation joins are the allocator owner's until the commit
+ * anyway (alloc.c).
  */
 static int sx_shost_direct_join(struct sx_trans *tp, struct sx_inode *ip)
 {
@@ -502,6 +510,7 @@ static int sx_shost_direct_join(struct sx_trans *tp, struct sx_inode *ip)
 	int error;
 
 	sx_shost_join(ip);
+	tp->t_flags |= SX_TRANS_KEEP_CLEAN;
 	error = sx_inode_get_buf(tp->t_mp, tp, first, &bp);
 	if (!error && second != first)
 		error = sx_inode_get_buf(tp->t_mp, tp, second, &bp);

@@ -319,6 +319,8 @@ void sx_trans_brelse(struct sx_trans *tp, struct sx_buf *bp)
 	VERIFY(bp->b_trans == tp);
 	if (bp->b_flags & (SX_BUF_LOGGED | SX_BUF_INVAL | SX_BUF_NEW | SX_BUF_HOLD))
 		return;
+	if (tp->t_flags & SX_TRANS_KEEP_CLEAN)
+		return;
 	sx_trans_detach(bp);
 	sx_buf_relse(bp);
 }
