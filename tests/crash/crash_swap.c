@@ -25,6 +25,12 @@
  * write in every mode and the 100,000-extent swap at 1,000 writes.
  * SX_SWAP_CASES=name,name runs only those cases.
  *
+ * On these images a step of the swap is a direct step (the store changes
+ * both forks in the step's transaction, many exchanges per step), so a
+ * cut at every write cuts inside and between batched steps; the large
+ * case (several such steps) also has its recovery cut at every write it
+ * makes, after cuts at a third and half of the run.
+ *
  * Every case runs with the log's default queue (a chain shares a few
  * records, so a cut loses whole groups of steps) and again with
  * SX_MOUNT_LOG_EACH (a record per transaction, so cuts fall between any
