@@ -25,6 +25,8 @@
  *   bench_swap swap IMAGE N      mount (cold cache), time one atomic swap
  *                                of both whole files plus sx_sync(), check
  *                                every block moved, unmount; prints RESULT
+ *                                with the process's peak RSS (maxrss_kb,
+ *                                getrusage: the whole run, checks included)
  *
  * A swap exchanges the files whole, so each run swaps back what the last
  * one swapped and every run finds the same layout, mirrored.  Device
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include "sxswap.h"
 #include "sxtest.h"
 #include "log.h"
@@ -204,6 +207,7 @@ static int cmd_swap(const char *path, u64 n)
 	struct file_swap_range fsr;
 	struct sx_log_stats l0, l1;
 	struct bd_snap s0, s1;
+	struct rusage ru;
 	u8 first;
 	u64 pa;
 	int fa, fb, error;
@@ -239,10 +243,12 @@ static int cmd_swap(const char *path, u64 n)
 	sx_close(mp, fb);
 	VERIFY(sx_unmount(mp) == 0);
 	sx_bdev_destroy(bd);
+	getrusage(RUSAGE_SELF, &ru);
 	printf("RESULT workload=swap impl=swapext n=%llu secs=%.4f extents_s=%.0f "
-	       "flushes=%llu trans_ext=%.2f logbytes_ext=%.1f\n",
+	       "flushes=%llu trans_ext=%.2f logbytes_ext=%.1f maxrss_kb=%ld\n",
 	       (unsigned long long)n, t, n / t, bd_flushes(&s0, &s1),
-	       (double)(l1.ls_trans - l0.ls_trans) / n, (double)(l1.ls_bytes - l0.ls_bytes) / n);
+	       (double)(l1.ls_trans - l0.ls_trans) / n, (double)(l1.ls_bytes - l0.ls_bytes) / n,
+	       ru.ru_maxrss);
 	return 0;
 }
 

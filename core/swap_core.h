@@ -98,7 +98,9 @@ void sx_swapext_est_res(const struct sx_swapext_intent *si, const struct sx_swap
 
 /**
  * sx_swapext_finish_one() - swap the next differing piece of @si's ranges
- * in @tp and advance it; at the end apply the final sizes and reflink flags
+ * in @tp (with SX_HOST_DIRECT_MAP, as many as the host's reservation has
+ * room for) and advance it; at the end apply the final sizes and reflink
+ * flags
  *
  * Return: 0 when nothing is left, -EAGAIN when blocks are left, or an error.
  */

@@ -26,9 +26,157 @@ static u32 sx_swapext_blksize(struct sx_hinode *ip)
 }
 
 /*
- * Read the mapping at @off of @ip, at most @len blocks, and check that the
- * host kept the contract (starts at @off, 1..@len blocks): anything else
- * would make the walk swap the wrong blocks.
+ * True if the host changes the forks in each step's own transaction
+ * (SX_HOST_DIRECT_MAP with all four of its operations).
+ */
+static bool sx_swapext_direct(const struct sx_hinode *ip)
+{
+	const struct sx_host *h = ip->hi_host;
+	const struct sx_host_ops *ops = h->h_ops;
+
+	return (h->h_features & SX_HOST_DIRECT_MAP) && ops->ho_read_mapping_tp &&
+	       ops->ho_unmap_now && ops->ho_map_now && ops->ho_step_room;
+}
+
+/*
+ * A walk's reader of one range: the mappings read ahead of the cursor and
+ * not used yet.  A swap never changes a block ahead of its cursors (the
+ * estimate relies on it too), so what was read there stays true while the
+ * walk goes on, and a host that reads several mappings in one lookup
+ * (ho_read_mappings) saves a lookup of its mapping structure per piece.
+ */
+#define SX_SWAPEXT_READAHEAD	8
+
+struct sx_swapext_rcur {
+	struct sx_hinode *rc_ip;
+	u32	rc_i;			/* the first mapping not used up */
+	u32	rc_n;			/* mappings read */
+	struct sx_hmap rc_maps[SX_SWAPEXT_READAHEAD];
+};
+
+static void sx_swapext_rcur_init(struct sx_swapext_rcur *rc, struct sx_hinode *ip)
+{
+	rc->rc_ip = ip;
+	rc->rc_i = 0;
+	rc->rc_n = 0;
+}
+
+/*
+ * Read what @rc's inode maps from @off, where @avail blocks of the range
+ * are left, through @tp (a direct step's transaction, whose changes may
+ * hold the mapping blocks) or outside any (NULL), and check that the host
+ * kept the contract: each mapping starts where the one before ends, the
+ * first at @off, none is empty or past the range, and no hole is
+ * unwritten.  Anything else would make the walk swap the wrong blocks.
+ */
+static int sx_swapext_rcur_fill(struct sx_htrans *tp, struct sx_swapext_rcur *rc, u64 off,
+				u64 avail)
+{
+	struct sx_hinode *ip = rc->rc_ip;
+	const struct sx_host_ops *ops = sx_hops(ip);
+	int n, error;
+	u32 i;
+
+	rc->rc_i = 0;
+	rc->rc_n = 0;
+	memset(rc->rc_maps, 0, sizeof(rc->rc_maps));
+	if (ops->ho_read_mappings) {
+		n = ops->ho_read_mappings(tp, ip, off, avail, rc->rc_maps, SX_SWAPEXT_READAHEAD);
+		if (n < 0)
+			return n;
+		if (SX_CORE_CORRUPT(ip->hi_host, n == 0 || n > SX_SWAPEXT_READAHEAD))
+			return -EFSCORRUPTED;
+	} else {
+		n = 1;
+		if (tp)
+			error = ops->ho_read_mapping_tp(tp, ip, off, avail, &rc->rc_maps[0]);
+		else
+			error = ops->ho_read_mapping(ip, off, avail, &rc->rc_maps[0]);
+		if (error)
+			return error;
+	}
+	for (i = 0; i < (u32)n; i++) {
+		const struct sx_hmap *m = &rc->rc_maps[i];
+
+		if (SX_CORE_CORRUPT(ip->hi_host, m->hm_startoff != off || m->hm_blockcount == 0 ||
+				  m->hm_blockcount > avail ||
+				  (!sx_hmap_is_mapped(m) && (m->hm_flags & SX_HMAP_UNWRITTEN))))
+			return -EFSCORRUPTED;
+		off += m->hm_blockcount;
+		avail -= m->hm_blockcount;
+	}
+	rc->rc_n = (u32)n;
+	return 0;
+}
+
+/*
+ * The piece of @rc's range at @off (@avail blocks of the range left), at
+ * most @len blocks; read if the walk has not read it yet.
+ */
+static int sx_swapext_rcur_get(struct sx_htrans *tp, struct sx_swapext_rcur *rc, u64 off,
+			       u64 avail, u64 len, struct sx_hmap *m)
+{
+	int error;
+
+	if (rc->rc_i >= rc->rc_n || rc->rc_maps[rc->rc_i].hm_startoff != off) {
+		error = sx_swapext_rcur_fill(tp, rc, off, avail);
+		if (error)
+			return error;
+	}
+	*m = rc->rc_maps[rc->rc_i];
+	m->hm_blockcount = sx_min(m->hm_blockcount, len);
+	return 0;
+}
+
+/* The walk moved past @len blocks of @rc's first mapping. */
+static void sx_swapext_rcur_use(struct sx_swapext_rcur *rc, u64 len)
+{
+	struct sx_hmap *m = &rc->rc_maps[rc->rc_i];
+
+	m->hm_startoff += len;
+	if (sx_hmap_is_mapped(m))
+		m->hm_startblock += len;
+	m->hm_blockcount -= len;
+	if (m->hm_blockcount == 0)
+		rc->rc_i++;
+}
+
+/*
+ * Read the next pair of pieces of @si: both start at the cursors and have
+ * the same length.  @tp: the direct step's transaction, or NULL.
+ */
+static int sx_swapext_read_pair(struct sx_htrans *tp, const struct sx_swapext_intent *si,
+				struct sx_swapext_rcur *rc1, struct sx_swapext_rcur *rc2,
+				struct sx_hmap *m1, struct sx_hmap *m2)
+{
+	int error;
+
+	error = sx_swapext_rcur_get(tp, rc1, si->si_startoff1, si->si_blockcount,
+				    si->si_blockcount, m1);
+	if (error)
+		return error;
+	error = sx_swapext_rcur_get(tp, rc2, si->si_startoff2, si->si_blockcount,
+				    m1->hm_blockcount, m2);
+	if (error)
+		return error;
+	m1->hm_blockcount = m2->hm_blockcount;
+	return 0;
+}
+
+/* Advance @si and its readers past @len blocks. */
+static void sx_swapext_advance(struct sx_swapext_intent *si, struct sx_swapext_rcur *rc1,
+			       struct sx_swapext_rcur *rc2, u64 len)
+{
+	si->si_startoff1 += len;
+	si->si_startoff2 += len;
+	si->si_blockcount -= len;
+	sx_swapext_rcur_use(rc1, len);
+	sx_swapext_rcur_use(rc2, len);
+}
+
+/*
+ * Read the mapping at @off of @ip, at most @len blocks, checked as
+ * sx_swapext_rcur_fill() checks it.
  */
 static int sx_swapext_read(struct sx_hinode *ip, u64 off, u64 len, struct sx_hmap *m)
 {
@@ -43,33 +191,6 @@ static int sx_swapext_read(struct sx_hinode *ip, u64 off, u64 len, struct sx_hma
 			  (!sx_hmap_is_mapped(m) && (m->hm_flags & SX_HMAP_UNWRITTEN))))
 		return -EFSCORRUPTED;
 	return 0;
-}
-
-/*
- * Read the next pair of pieces of @si: both start at the cursors and have
- * the same length.
- */
-static int sx_swapext_read_pair(const struct sx_swapext_intent *si, struct sx_hmap *m1,
-				struct sx_hmap *m2)
-{
-	int error;
-
-	error = sx_swapext_read(si->si_ip1, si->si_startoff1, si->si_blockcount, m1);
-	if (error)
-		return error;
-	error = sx_swapext_read(si->si_ip2, si->si_startoff2, m1->hm_blockcount, m2);
-	if (error)
-		return error;
-	m1->hm_blockcount = m2->hm_blockcount;
-	return 0;
-}
-
-/* Advance @si past @len blocks. */
-static void sx_swapext_advance(struct sx_swapext_intent *si, u64 len)
-{
-	si->si_startoff1 += len;
-	si->si_startoff2 += len;
-	si->si_blockcount -= len;
 }
 
 /*
@@ -116,17 +237,20 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 {
 	struct sx_swapext_intent walk = *si;
 	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	struct sx_swapext_rcur rc1, rc2;
 	struct sx_hstat st1, st2;
 	u64 in1 = 0, in2 = 0;
 	u64 max1, max2;
 	int error;
 
 	memset(est, 0, sizeof(*est));
+	sx_swapext_rcur_init(&rc1, si->si_ip1);
+	sx_swapext_rcur_init(&rc2, si->si_ip2);
 	while (walk.si_blockcount > 0) {
 		struct sx_hmap m1, m2;
 		bool same;
 
-		error = sx_swapext_read_pair(&walk, &m1, &m2);
+		error = sx_swapext_read_pair(NULL, &walk, &rc1, &rc2, &m1, &m2);
 		if (error)
 			return error;
 		error = sx_swapext_same(&walk, &m1, &m2, &same);
@@ -146,7 +270,7 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 				est->se_blocks1 += m1.hm_blockcount;
 			}
 		}
-		sx_swapext_advance(&walk, m1.hm_blockcount);
+		sx_swapext_advance(&walk, &rc1, &rc2, m1.hm_blockcount);
 	}
 	error = sx_swapext_mapped_beyond(si->si_ip1, walk.si_startoff1, &est->se_beyond1);
 	if (!error)
@@ -207,37 +331,112 @@ static int sx_swapext_update_size(struct sx_htrans *tp, struct sx_hinode *ip, u6
 	return sx_hops(ip)->ho_set_size(tp, ip, len);
 }
 
-/* Queue the unmap of @m (if it maps anything) from @ip. */
-static int sx_swapext_unmap(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m)
+/* Unmap @m (if it maps anything) from @ip: now if @direct, else queued. */
+static int sx_swapext_unmap(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m,
+			    bool direct)
 {
 	if (!sx_hmap_is_mapped(m))
 		return 0;
+	if (direct)
+		return sx_hops(ip)->ho_unmap_now(tp, ip, m);
 	return sx_hops(ip)->ho_queue_unmap(tp, ip, m);
 }
 
-/* Queue the map of @m's blocks (if any) into @ip at file block @off. */
+/* Map @m's blocks (if any) into @ip at file block @off: now or queued. */
 static int sx_swapext_map(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *m,
-			  u64 off)
+			  u64 off, bool direct)
 {
 	struct sx_hmap nm = *m;
 
 	if (!sx_hmap_is_mapped(m))
 		return 0;
 	nm.hm_startoff = off;
+	if (direct)
+		return sx_hops(ip)->ho_map_now(tp, ip, &nm);
 	return sx_hops(ip)->ho_queue_map(tp, ip, &nm);
 }
 
-/* Swap the pieces @m1 (of inode 1) and @m2 (of inode 2) in @tp. */
-static int sx_swapext_step(struct sx_htrans *tp, struct sx_swapext_intent *si,
-			   const struct sx_hmap *m1, const struct sx_hmap *m2)
+/*
+ * What the exchanges of a direct step owe both inodes, applied once at the
+ * end of the step (sx_swapext_settle()): the block counts' moves and the
+ * sizes.  The step is one transaction, so nothing sees the forks between
+ * its exchanges, and no mapping lies past EOF where the step ends.
+ */
+struct sx_swapext_owed {
+	s64	so_delta1;		/* blocks inode 1 gains */
+	s64	so_delta2;
+	u64	so_end1;		/* end of the last piece mapped into inode 1; 0: none */
+	u64	so_end2;
+};
+
+/* Move the block counts by @delta1 and @delta2; within one file they cancel. */
+static int sx_swapext_nblocks(struct sx_htrans *tp, struct sx_swapext_intent *si, s64 delta1,
+			      s64 delta2)
 {
 	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
-	u64 len = m1->hm_blockcount;
-	s64 delta1 = 0, delta2 = 0;
-	u32 bsize = sx_swapext_blksize(si->si_ip1);
 	int error;
 
-	/* block counts move with the blocks; within one file they cancel */
+	if (si->si_ip1 == si->si_ip2)
+		return 0;
+	if (delta1) {
+		error = ops->ho_mod_nblocks(tp, si->si_ip1, delta1);
+		if (error)
+			return error;
+	}
+	if (delta2)
+		return ops->ho_mod_nblocks(tp, si->si_ip2, delta2);
+	return 0;
+}
+
+/*
+ * Raise the sizes to cover the pieces mapped up to file blocks @end1 and
+ * @end2 (0: none mapped): TO_EOF grows the shorter file as it goes.
+ */
+static int sx_swapext_sizes(struct sx_htrans *tp, struct sx_swapext_intent *si, u64 end1,
+			    u64 end2, u32 bsize)
+{
+	int error;
+
+	if (end1) {
+		error = sx_swapext_update_size(tp, si->si_ip1, end1, si->si_isize1, bsize);
+		if (error)
+			return error;
+	}
+	if (end2)
+		return sx_swapext_update_size(tp, si->si_ip2, end2, si->si_isize2, bsize);
+	return 0;
+}
+
+/* Apply what a direct step's exchanges owe the inodes. */
+static int sx_swapext_settle(struct sx_htrans *tp, struct sx_swapext_intent *si,
+			     const struct sx_swapext_owed *owed, u32 bsize)
+{
+	int error = sx_swapext_nblocks(tp, si, owed->so_delta1, owed->so_delta2);
+
+	if (error)
+		return error;
+	return sx_swapext_sizes(tp, si, owed->so_end1, owed->so_end2, bsize);
+}
+
+/*
+ * Swap the pieces @m1 (of inode 1) and @m2 (of inode 2) in @tp: with @owed
+ * (a direct step) changing the forks now and adding the block counts and
+ * sizes to what the step owes, else queuing the changes and moving those
+ * at once.  Both unmaps come before both maps: within one file the second
+ * range's piece may lie where the first one's goes.
+ */
+static int sx_swapext_step(struct sx_htrans *tp, struct sx_swapext_intent *si,
+			   const struct sx_hmap *m1, const struct sx_hmap *m2,
+			   struct sx_swapext_owed *owed, u32 bsize)
+{
+	bool direct = owed != NULL;
+	u64 len = m1->hm_blockcount;
+	u64 end1 = sx_hmap_is_mapped(m2) ? si->si_startoff1 + len : 0;
+	u64 end2 = sx_hmap_is_mapped(m1) ? si->si_startoff2 + len : 0;
+	s64 delta1 = 0, delta2 = 0;
+	int error;
+
+	/* block counts move with the blocks */
 	if (sx_hmap_is_mapped(m1)) {
 		delta1 -= (s64)len;
 		delta2 += (s64)len;
@@ -246,41 +445,35 @@ static int sx_swapext_step(struct sx_htrans *tp, struct sx_swapext_intent *si,
 		delta1 += (s64)len;
 		delta2 -= (s64)len;
 	}
-	if (si->si_ip1 != si->si_ip2) {
-		if (delta1) {
-			error = ops->ho_mod_nblocks(tp, si->si_ip1, delta1);
-			if (error)
-				return error;
-		}
-		if (delta2) {
-			error = ops->ho_mod_nblocks(tp, si->si_ip2, delta2);
-			if (error)
-				return error;
-		}
+	if (direct) {
+		owed->so_delta1 += delta1;
+		owed->so_delta2 += delta2;
+	} else {
+		error = sx_swapext_nblocks(tp, si, delta1, delta2);
+		if (error)
+			return error;
 	}
 
 	/* remove both pieces, then map each where the other was */
-	error = sx_swapext_unmap(tp, si->si_ip1, m1);
+	error = sx_swapext_unmap(tp, si->si_ip1, m1, direct);
 	if (!error)
-		error = sx_swapext_unmap(tp, si->si_ip2, m2);
+		error = sx_swapext_unmap(tp, si->si_ip2, m2, direct);
 	if (!error)
-		error = sx_swapext_map(tp, si->si_ip1, m2, si->si_startoff1);
+		error = sx_swapext_map(tp, si->si_ip1, m2, si->si_startoff1, direct);
 	if (!error)
-		error = sx_swapext_map(tp, si->si_ip2, m1, si->si_startoff2);
+		error = sx_swapext_map(tp, si->si_ip2, m1, si->si_startoff2, direct);
 	if (error)
 		return error;
 
 	/* no mapping past EOF, ever: TO_EOF grows the shorter file as it goes */
-	if (sx_hmap_is_mapped(m2)) {
-		error = sx_swapext_update_size(tp, si->si_ip1, si->si_startoff1 + len,
-					       si->si_isize1, bsize);
-		if (error)
-			return error;
+	if (direct) {
+		if (end1)
+			owed->so_end1 = end1;
+		if (end2)
+			owed->so_end2 = end2;
+		return 0;
 	}
-	if (sx_hmap_is_mapped(m1))
-		error = sx_swapext_update_size(tp, si->si_ip2, si->si_startoff2 + len,
-					       si->si_isize2, bsize);
-	return error;
+	return sx_swapext_sizes(tp, si, end1, end2, bsize);
 }
 
 /* The last step: final sizes and the reflink flags decided at the start. */
@@ -309,15 +502,45 @@ static int sx_swapext_finish_last(struct sx_htrans *tp, struct sx_swapext_intent
 	return 0;
 }
 
+/*
+ * One step: skip the pieces both files share, then exchange the next
+ * differing pair.  A host that changes the forks directly goes on with
+ * further pairs while its reservation has room for one more at its worst
+ * (ho_step_room), so that a step of a long swap is one transaction: the
+ * SXD of the old intent, many exchanges, the SXI of what is left.  The
+ * item's cursors advance with each exchange, and the SXI the host logs
+ * after the step describes exactly the rest, so a crash recovers from the
+ * last committed step whatever the number of exchanges in it.
+ */
 int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si)
 {
+	bool direct = sx_swapext_direct(si->si_ip1);
+	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
+	u32 bsize = sx_swapext_blksize(si->si_ip1);
+	struct sx_swapext_owed owed;
+	struct sx_swapext_rcur rc1, rc2;
+	u64 pairs = 0;
 	int error;
 
+	memset(&owed, 0, sizeof(owed));
+	sx_swapext_rcur_init(&rc1, si->si_ip1);
+	sx_swapext_rcur_init(&rc2, si->si_ip2);
 	while (si->si_blockcount > 0) {
 		struct sx_hmap m1, m2;
 		bool same;
 
-		error = sx_swapext_read_pair(si, &m1, &m2);
+		/*
+		 * No room for another exchange: the step ends here, or if
+		 * this was to be its first, that one is queued (it then
+		 * needs only what a queued step reserves).
+		 */
+		if (direct && !ops->ho_step_room(tp, si->si_ip1, si->si_ip2)) {
+			if (pairs > 0)
+				break;
+			direct = false;
+		}
+		/* reads after a direct change go through its transaction */
+		error = sx_swapext_read_pair(direct && pairs ? tp : NULL, si, &rc1, &rc2, &m1, &m2);
 		if (error)
 			return error;
 		error = sx_swapext_same(si, &m1, &m2, &same);
@@ -332,14 +555,21 @@ int sx_swapext_finish_one(struct sx_htrans *tp, struct sx_swapext_intent *si)
 			if (sx_hmap_is_mapped(&m1))
 				si->si_flags &= ~(SX_SWAPEXT_CLEAR_INO1_REFLINK |
 						  SX_SWAPEXT_CLEAR_INO2_REFLINK);
-			sx_swapext_advance(si, m1.hm_blockcount);
+			sx_swapext_advance(si, &rc1, &rc2, m1.hm_blockcount);
 			continue;
 		}
-		error = sx_swapext_step(tp, si, &m1, &m2);
+		error = sx_swapext_step(tp, si, &m1, &m2, direct ? &owed : NULL, bsize);
 		if (error)
 			return error;
-		sx_swapext_advance(si, m1.hm_blockcount);
-		break;
+		sx_swapext_advance(si, &rc1, &rc2, m1.hm_blockcount);
+		pairs++;
+		if (!direct)
+			break;
+	}
+	if (direct && pairs) {
+		error = sx_swapext_settle(tp, si, &owed, bsize);
+		if (error)
+			return error;
 	}
 	if (si->si_blockcount > 0)
 		return -EAGAIN;

@@ -327,6 +327,33 @@ int sx_bmap_next(struct sx_trans *tp, struct sx_inode *ip, u64 off,
 	return error;
 }
 
+/*
+ * The mapping that contains @off or, failing that, the first one after it,
+ * and the ones that follow it, up to @n in all, in one walk of the fork.
+ * *@got: how many (0 if none is at or after @off).
+ */
+int sx_bmap_next_n(struct sx_trans *tp, struct sx_inode *ip, u64 off,
+		   struct sx_bmap_irec *irecs, u32 n, u32 *got)
+{
+	struct sx_fork_cur fc;
+	bool found;
+	int error;
+
+	*got = 0;
+	if (n == 0)
+		return 0;
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_find(&fc, off, &irecs[0], &found);
+	while (!error && found) {
+		(*got)++;
+		if (*got == n)
+			break;
+		error = sx_bmap_next_rec(&fc, &irecs[*got], &found);
+	}
+	sx_fork_cur_release(&fc);
+	return error;
+}
+
 /* True if @b continues @a in the file and on disk, with the same state. */
 static bool sx_bmap_contiguous(const struct sx_bmap_irec *a, const struct sx_bmap_irec *b)
 {

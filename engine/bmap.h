@@ -46,6 +46,13 @@ int sx_bmap_next(struct sx_trans *tp, struct sx_inode *ip, u64 off,
 		 struct sx_bmap_irec *irec, bool *found);
 
 /**
+ * sx_bmap_next_n() - sx_bmap_next() and the mappings after it, up to @n, in
+ * one walk; *@got says how many (0: none at or after @off)
+ */
+int sx_bmap_next_n(struct sx_trans *tp, struct sx_inode *ip, u64 off,
+		   struct sx_bmap_irec *irecs, u32 n, u32 *got);
+
+/**
  * sx_bmap_map() - map @irec (which must lie in a hole) and charge its blocks
  * to the inode; merges with compatible neighbours
  */

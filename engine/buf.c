@@ -279,6 +279,7 @@ again:
 		sx_list_init(&nbp->b_lru);
 		sx_list_init(&nbp->b_dirty);
 		sx_list_init(&nbp->b_tlist);
+		sx_list_init(&nbp->b_thash);
 		sx_list_init(&nbp->b_hash);
 		goto again;
 	}

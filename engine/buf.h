@@ -74,6 +74,7 @@ struct sx_buf {
 	/* the current transaction's view */
 	struct sx_trans	*b_trans;
 	struct sx_list	b_tlist;	/* on the transaction's buffer list */
+	struct sx_list	b_thash;	/* on a bucket of the transaction's hash (trans.c) */
 	void		*b_orig;	/* contents before this transaction, for cancel */
 	u32		b_tcost;	/* worst-case log bytes of its changes */
 	u64		b_logmap[SX_BUF_MAP_WORDS];

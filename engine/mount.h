@@ -57,6 +57,7 @@ struct sx_mount {
 	struct sx_atomic m_refc_nlevels; /* refcount tree height, greatest seen (fsinfo.c) */
 	struct sx_refc_unshared *m_unshared; /* blocks unshared, maybe not durably (refcount.c) */
 	struct sx_host	m_host;		/* the swap core's host (swap_host.c) */
+	u32		m_swap_direct_res; /* log bytes a direct swap step adds (swap_host.c) */
 };
 
 #endif /* SX_MOUNT_H */

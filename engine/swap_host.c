@@ -178,9 +178,12 @@ static int sx_shost_trim_eof(struct sx_hinode *hi)
 	return sx_file_trim_eof(sx_shost_ip(hi));
 }
 
-/* The mapping at file block @startoff, trimmed to [@startoff, +@blockcount). */
-static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockcount,
-				 struct sx_hmap *map)
+/*
+ * The mapping at file block @startoff, trimmed to [@startoff, +@blockcount),
+ * read through @tp (NULL: no transaction).
+ */
+static int sx_shost_read_at(struct sx_trans *tp, struct sx_hinode *hi, u64 startoff,
+			    u64 blockcount, struct sx_hmap *map)
 {
 	struct sx_inode *ip = sx_shost_ip(hi);
 	struct sx_bmap_irec irec;
@@ -189,7 +192,7 @@ static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockco
 
 	if (lock)
 		sx_ilock(ip, SX_ILOCK_EXCL);
-	error = sx_bmap_next(NULL, ip, startoff, &irec, &found);
+	error = sx_bmap_next(tp, ip, startoff, &irec, &found);
 	if (lock)
 		sx_iunlock(ip, SX_ILOCK_EXCL);
 	if (error)
@@ -210,6 +213,79 @@ static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockco
 	if (irec.br_state & SX_BMAP_UNWRITTEN)
 		map->hm_flags = SX_HMAP_UNWRITTEN;
 	return 0;
+}
+
+/* Records one ho_read_mappings call reads at most. */
+#define SX_SHOST_READ_RECS	8
+
+/*
+ * The mappings from file block @startoff on, holes included, within
+ * [@startoff, +@blockcount): at most @nmaps, from one walk of the fork.
+ */
+static int sx_shost_read_mappings(struct sx_htrans *htp, struct sx_hinode *hi, u64 startoff,
+				  u64 blockcount, struct sx_hmap *maps, u32 nmaps)
+{
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irecs[SX_SHOST_READ_RECS];
+	u32 want = sx_min(nmaps, (u32)SX_SHOST_READ_RECS), got, k = 0, n = 0;
+	u64 off = startoff, end = startoff + blockcount;
+	bool lock = !ip->i_swap_ilocked;
+	int error;
+
+	if (nmaps == 0 || blockcount == 0 || end < startoff)
+		return -EINVAL;
+	if (lock)
+		sx_ilock(ip, SX_ILOCK_EXCL);
+	error = sx_bmap_next_n(htp ? sx_shost_tp(htp) : NULL, ip, startoff, irecs, want, &got);
+	if (lock)
+		sx_iunlock(ip, SX_ILOCK_EXCL);
+	if (error)
+		return error;
+	while (off < end && n < nmaps) {
+		struct sx_hmap *m = &maps[n];
+		const struct sx_bmap_irec *r = k < got ? &irecs[k] : NULL;
+
+		if (r && r->br_startoff + r->br_blockcount <= off) {
+			k++;
+			continue;
+		}
+		/* past the last record read, more may follow: stop there */
+		if (!r && got == want)
+			break;
+		memset(m, 0, sizeof(*m));
+		m->hm_startoff = off;
+		if (r && r->br_startoff <= off) {
+			m->hm_startblock = r->br_startblock + (off - r->br_startoff);
+			m->hm_blockcount = sx_min(r->br_startoff + r->br_blockcount, end) - off;
+			if (r->br_state & SX_BMAP_UNWRITTEN)
+				m->hm_flags = SX_HMAP_UNWRITTEN;
+			k++;
+		} else {
+			/* a hole, up to the next mapping or the end */
+			m->hm_startblock = SX_HOLESTARTBLOCK;
+			m->hm_blockcount = (r ? sx_min(r->br_startoff, end) : end) - off;
+		}
+		off += m->hm_blockcount;
+		n++;
+	}
+	return (int)n;
+}
+
+/* The mapping at file block @startoff, outside any transaction. */
+static int sx_shost_read_mapping(struct sx_hinode *hi, u64 startoff, u64 blockcount,
+				 struct sx_hmap *map)
+{
+	return sx_shost_read_at(NULL, hi, startoff, blockcount, map);
+}
+
+/*
+ * The same in a direct step's transaction, which may hold the B+tree
+ * blocks locked with its changes: read them through it.
+ */
+static int sx_shost_read_mapping_tp(struct sx_htrans *tp, struct sx_hinode *hi, u64 startoff,
+				    u64 blockcount, struct sx_hmap *map)
+{
+	return sx_shost_read_at(sx_shost_tp(tp), hi, startoff, blockcount, map);
 }
 
 /* The most mappings a data fork can hold: a B+tree of the greatest height. */
@@ -251,6 +327,18 @@ static u64 sx_shost_bmbt_blocks(const struct sx_mount *mp, u64 nrecs)
 	return total;
 }
 
+/*
+ * What a direct step reserves beyond the SXI's own step: up to as much as
+ * SX_SHOST_DIRECT_BUI_STEPS steps of queued map/unmap work reserve, as
+ * much of that as the log's largest record holds (sx_swap_host_init()).
+ * ho_step_room sizes each exchange on the two forks as they are and
+ * counts the log bytes the step has actually used, so a step of
+ * exchanges that share their B+tree leaves (a swap of many small
+ * extents) holds hundreds of them; an exchange that does not fit at its
+ * worst ends the step, or is queued if it was to be the step's first.
+ */
+#define SX_SHOST_DIRECT_BUI_STEPS	3
+
 /* Log bytes of one transaction of a swap: an SXI step and a BUI step. */
 static u32 sx_shost_step_bytes(const struct sx_mount *mp)
 {
@@ -258,7 +346,21 @@ static u32 sx_shost_step_bytes(const struct sx_mount *mp)
 	       sx_defer_step_bytes(mp, &sx_bmap_defer_ops);
 }
 
-/* For sizing the log: what sx_shost_trans_alloc() reserves. */
+/*
+ * What a swap's first transaction reserves.  Its rolls keep it, or grow it
+ * to what the chain's first pending work needs (defer.c).  With direct
+ * steps it is an SXI step, which holds the direct exchanges: the steps
+ * then reserve the same in the chain as in its recovery, which starts
+ * from the SXI's own chain reservation; a queued exchange grows it.
+ */
+static u32 sx_shost_first_bytes(const struct sx_mount *mp)
+{
+	if (mp->m_host.h_features & SX_HOST_DIRECT_MAP)
+		return sx_defer_step_bytes(mp, &sx_sxi_defer_ops);
+	return sx_shost_step_bytes(mp);
+}
+
+/* For sizing the log: what sx_shost_trans_alloc() reserves without direct steps. */
 u32 sx_swap_host_res(const struct sx_mount *mp)
 {
 	return sx_shost_step_bytes(mp);
@@ -285,7 +387,7 @@ static int sx_shost_trans_alloc(struct sx_host *h, const struct sx_hres *res,
 	       sx_shost_bmbt_blocks(mp, res->hr_nrext2);
 	if (need > sx_alloc_free_blocks(mp))
 		return -ENOSPC;
-	error = sx_trans_alloc(mp, sx_shost_step_bytes(mp), 0, &tp);
+	error = sx_trans_alloc(mp, sx_shost_first_bytes(mp), 0, &tp);
 	if (error)
 		return error;
 	*tpp = (struct sx_htrans *)tp;
@@ -385,6 +487,98 @@ static int sx_shost_queue_map(struct sx_htrans *tp, struct sx_hinode *hi,
 	return sx_bmap_swap_map_later(sx_shost_tp(tp), ip, &irec);
 }
 
+/*
+ * Before a direct change: both ilocks, and both inodes' blocks joined
+ * before any B+tree or bitmap block of the change (the lock order of
+ * inode.c: the unlinked list's walk holds inode blocks while it waits for
+ * the bitmap, and an update's clone is a file on that list).
+ *
+ * The step's fork calls walk the same B+tree blocks (roots, the leaves at
+ * the cursors) over and over: the transaction keeps the clean ones joined
+ * until it commits (SX_TRANS_KEEP_CLEAN) instead of unlocking them after
+ * each call and locking and copying them again at the next.  Only the
+ * swap's two inodes, which it holds locked, own those blocks; the bitmap
+ * blocks an allocation joins are the allocator owner's until the commit
+ * anyway (alloc.c).
+ */
+static int sx_shost_direct_join(struct sx_trans *tp, struct sx_inode *ip)
+{
+	struct sx_inode *peer = ip->i_swap_peer ? ip->i_swap_peer : ip;
+	struct sx_inode *first = ip->i_ino <= peer->i_ino ? ip : peer;
+	struct sx_inode *second = first == ip ? peer : ip;
+	struct sx_buf *bp;
+	int error;
+
+	sx_shost_join(ip);
+	tp->t_flags |= SX_TRANS_KEEP_CLEAN;
+	error = sx_inode_get_buf(tp->t_mp, tp, first, &bp);
+	if (!error && second != first)
+		error = sx_inode_get_buf(tp->t_mp, tp, second, &bp);
+	return error;
+}
+
+/* Remove the piece @map from @ip's fork now; its blocks change owner. */
+static int sx_shost_unmap_now(struct sx_htrans *htp, struct sx_hinode *hi,
+			      const struct sx_hmap *map)
+{
+	struct sx_trans *tp = sx_shost_tp(htp);
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irec, got;
+	int error;
+
+	error = sx_shost_irec(map, &irec);
+	if (!error)
+		error = sx_shost_direct_join(tp, ip);
+	if (!error)
+		error = sx_bmap_unmap_one_nocharge(tp, ip, irec.br_startoff, irec.br_blockcount,
+						   &got);
+	if (error)
+		return error;
+	/* the core read this piece: anything else means the map changed */
+	if (SX_IS_CORRUPT(ip->i_mp, got.br_startoff != irec.br_startoff ||
+			  got.br_blockcount != irec.br_blockcount ||
+			  got.br_startblock != irec.br_startblock ||
+			  got.br_state != irec.br_state))
+		return -EFSCORRUPTED;
+	return 0;
+}
+
+/* Map @map into a hole of @ip's fork now (block count left alone). */
+static int sx_shost_map_now(struct sx_htrans *htp, struct sx_hinode *hi,
+			    const struct sx_hmap *map)
+{
+	struct sx_trans *tp = sx_shost_tp(htp);
+	struct sx_inode *ip = sx_shost_ip(hi);
+	struct sx_bmap_irec irec;
+	int error;
+
+	error = sx_shost_irec(map, &irec);
+	if (!error)
+		error = sx_shost_direct_join(tp, ip);
+	if (!error)
+		error = sx_bmap_map_nocharge(tp, ip, &irec);
+	return error;
+}
+
+/*
+ * Room in the step's transaction for one more exchange at its worst and
+ * the SXI that ends the step.  The worst is what an unmap and a map on
+ * each inode may log with its fork as it is now (sx_bmap_res_bytes() per
+ * call; one file's two ranges make four calls on it), against the log
+ * bytes the transaction has used so far (trans.c charges a buffer once
+ * however often it is logged).
+ */
+static bool sx_shost_step_room(struct sx_htrans *htp, struct sx_hinode *h1, struct sx_hinode *h2)
+{
+	struct sx_trans *tp = sx_shost_tp(htp);
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_inode *ip1 = sx_shost_ip(h1), *ip2 = sx_shost_ip(h2);
+	u32 need = 2 * (sx_bmap_res_bytes(mp, ip1) + sx_bmap_res_bytes(mp, ip2)) +
+		   sx_trans_op_bytes(sizeof(struct sx_dlog_sxi));
+
+	return sx_trans_space(tp) >= need;
+}
+
 /* Set the size. */
 static int sx_shost_set_size(struct sx_htrans *tp, struct sx_hinode *hi, s64 size)
 {
@@ -474,6 +668,7 @@ static const struct sx_host_ops sx_store_host_ops = {
 	.ho_unlock_two = sx_shost_unlock_two,
 	.ho_flush_range = sx_shost_flush_range,
 	.ho_read_mapping = sx_shost_read_mapping,
+	.ho_read_mappings = sx_shost_read_mappings,
 	.ho_max_extents = sx_shost_max_extents,
 	.ho_trim_eof = sx_shost_trim_eof,
 	.ho_trans_alloc = sx_shost_trans_alloc,
@@ -488,19 +683,42 @@ static const struct sx_host_ops sx_store_host_ops = {
 	.ho_touch = sx_shost_touch,
 	.ho_defer_swap = sx_shost_defer_swap,
 	.ho_swap_forks = NULL,
+	.ho_read_mapping_tp = sx_shost_read_mapping_tp,
+	.ho_unmap_now = sx_shost_unmap_now,
+	.ho_map_now = sx_shost_map_now,
+	.ho_step_room = sx_shost_step_room,
 	.ho_iget = sx_shost_iget,
 	.ho_irele = sx_shost_irele,
 };
 
-/* Fill the mount's host from the superblock. */
+/*
+ * Fill the mount's host from the superblock.  Direct steps reserve what
+ * the log's largest record holds beyond an SXI step (with room to spare
+ * for a chain's relogs), up to SX_SHOST_DIRECT_BUI_STEPS BUI steps; mkfs
+ * sizes the log for queued steps, so a small log gives them less, and
+ * below a quarter of one BUI step (where few exchanges of a large file
+ * would fit) a step queues its map/unmap work as before.
+ */
 void sx_swap_host_init(struct sx_mount *mp)
 {
+	u32 rec, base, bui, avail;
+
 	mp->m_host.h_ops = &sx_store_host_ops;
 	mp->m_host.h_name = mp->m_name;
 	mp->m_host.h_features = SX_HOST_DEFER_BMAP;
 	if (mp->m_sb.sb_feat_log_incompat & SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP)
 		mp->m_host.h_features |= SX_HOST_ATOMIC_SWAP;
 	mp->m_host.h_maxbytes = (s64)SX_MAX_FILE_SIZE;
+
+	mp->m_swap_direct_res = 0;
+	rec = sx_log_rec_max_blocks(mp->m_sb.sb_logblocks, mp->m_bsize) * mp->m_bsize;
+	base = 3 * sx_defer_step_bytes(mp, &sx_sxi_defer_ops);
+	bui = sx_bmap_defer_ops.do_step_res(mp);
+	avail = rec > base ? rec - base : 0;
+	if (avail >= bui / 4) {
+		mp->m_swap_direct_res = sx_min(avail, SX_SHOST_DIRECT_BUI_STEPS * bui);
+		mp->m_host.h_features |= SX_HOST_DIRECT_MAP;
+	}
 }
 
 /* ------------------------------------------------------ the SXI type */
@@ -540,7 +758,10 @@ static void sx_sxi_cancel(void *item)
  */
 static u32 sx_sxi_step_res(const struct sx_mount *mp)
 {
-	return SX_SWAPEXT_STEP_INODES * sx_inode_res_bytes(mp);
+	u32 res = SX_SWAPEXT_STEP_INODES * sx_inode_res_bytes(mp);
+
+	/* a direct step changes the forks itself: see sx_swap_host_init() */
+	return res + mp->m_swap_direct_res;
 }
 
 static void sx_sxi_print(const void *logged, sx_print_fn pr, void *arg)

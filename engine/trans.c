@@ -40,6 +40,7 @@ int sx_trans_alloc(struct sx_mount *mp, u32 res_bytes, u32 flags,
 {
 	struct sx_trans *tp;
 	int error;
+	u32 i;
 
 	if (mp->m_flags & SX_MF_RDONLY)
 		return -EROFS;
@@ -56,6 +57,8 @@ int sx_trans_alloc(struct sx_mount *mp, u32 res_bytes, u32 flags,
 	tp->t_res_bytes = res_bytes + SX_TRANS_END_BYTES;
 	tp->t_bytes = SX_TRANS_END_BYTES;
 	sx_list_init(&tp->t_bufs);
+	for (i = 0; i < SX_TRANS_BHASH; i++)
+		sx_list_init(&tp->t_bhash[i]);
 	sx_list_init(&tp->t_items);
 	sx_list_init(&tp->t_dfops);
 	error = sx_log_reserve(mp, tp->t_res_bytes, &tp->t_res_blocks);
@@ -68,13 +71,18 @@ int sx_trans_alloc(struct sx_mount *mp, u32 res_bytes, u32 flags,
 	return 0;
 }
 
-/* The joined buffer of @blkno, if any. */
+/*
+ * The joined buffer of @blkno, if any.  A long transaction (a batched swap
+ * step joins hundreds of B+tree blocks) looks blocks up at every descent,
+ * and each block not joined yet was a walk of the whole list: the buffers
+ * are hashed by block number too.
+ */
 static struct sx_buf *sx_trans_find_buf(struct sx_trans *tp, u64 blkno)
 {
-	struct sx_list *pos;
+	struct sx_list *head = &tp->t_bhash[blkno % SX_TRANS_BHASH], *pos;
 
-	sx_list_for_each(pos, &tp->t_bufs) {
-		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_tlist);
+	sx_list_for_each(pos, head) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_thash);
 
 		if (bp->b_blkno == blkno)
 			return bp;
@@ -98,6 +106,7 @@ static int sx_trans_attach(struct sx_trans *tp, struct sx_buf *bp)
 	bp->b_flags &= ~(SX_BUF_LOGGED | SX_BUF_INVAL);
 	bp->b_trans = tp;
 	sx_list_add_tail(&bp->b_tlist, &tp->t_bufs);
+	sx_list_add(&bp->b_thash, &tp->t_bhash[bp->b_blkno % SX_TRANS_BHASH]);
 	return 0;
 }
 
@@ -296,6 +305,7 @@ void sx_trans_bhold_release(struct sx_trans *tp, struct sx_buf *bp)
 /* Detach a buffer from its transaction. */
 static void sx_trans_detach(struct sx_buf *bp)
 {
+	sx_list_del(&bp->b_thash);
 	sx_list_del(&bp->b_tlist);
 	bp->b_trans = NULL;
 	bp->b_flags &= ~(SX_BUF_LOGGED | SX_BUF_INVAL | SX_BUF_NEW);
@@ -308,6 +318,8 @@ void sx_trans_brelse(struct sx_trans *tp, struct sx_buf *bp)
 {
 	VERIFY(bp->b_trans == tp);
 	if (bp->b_flags & (SX_BUF_LOGGED | SX_BUF_INVAL | SX_BUF_NEW | SX_BUF_HOLD))
+		return;
+	if (tp->t_flags & SX_TRANS_KEEP_CLEAN)
 		return;
 	sx_trans_detach(bp);
 	sx_buf_relse(bp);

@@ -21,7 +21,12 @@ enum {
 	SX_TRANS_SYNC	= (1u << 0),	/* force the log at commit */
 	SX_TRANS_DIRTY	= (1u << 1),	/* something was logged */
 	SX_TRANS_UNSHARED = (1u << 2),	/* left blocks with one owner (refcount.c) */
+	SX_TRANS_KEEP_CLEAN = (1u << 3),	/* sx_trans_brelse() keeps the buffer
+					 * joined until the commit */
 };
+
+/* Buckets of a transaction's hash of joined buffers. */
+#define SX_TRANS_BHASH	64
 
 struct sx_trans_item {
 	struct sx_list	ti_list;
@@ -40,6 +45,8 @@ struct sx_trans {
 	struct sx_list	t_bufs;
 	struct sx_list	t_items;
 	struct sx_list	t_dfops;	/* queued deferred work (defer.c) */
+	struct sx_list	t_bhash[SX_TRANS_BHASH]; /* t_bufs by block number
+						  * modulo SX_TRANS_BHASH */
 };
 
 /**
@@ -78,7 +85,12 @@ void sx_trans_bhold(struct sx_trans *tp, struct sx_buf *bp);
 /** sx_trans_bhold_release() - let a held buffer go at the next commit */
 void sx_trans_bhold_release(struct sx_trans *tp, struct sx_buf *bp);
 
-/** sx_trans_brelse() - release a joined buffer this transaction did not change */
+/**
+ * sx_trans_brelse() - release a joined buffer this transaction did not change
+ * (with SX_TRANS_KEEP_CLEAN it stays joined, and locked, until the commit:
+ * a transaction that walks the same blocks over and over, a batched swap
+ * step, finds them joined instead of locking and copying them again)
+ */
 void sx_trans_brelse(struct sx_trans *tp, struct sx_buf *bp);
 
 /**

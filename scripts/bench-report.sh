@@ -178,12 +178,12 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 	echo
 	echo "## Atomic swap of two files of N single-block extents, durable"
 	echo
-	echo "| N | swapext extents/s | XFS exchange-range extents/s | swapext vs XFS | target (>= 10x) | swapext transactions/extent | XFS transactions/extent | swapext log bytes/extent | XFS log bytes/extent | swapext flushes | XFS device flushes |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	echo "| N | swapext extents/s | XFS exchange-range extents/s | swapext vs XFS | target (>= 10x) | swapext transactions/extent | XFS transactions/extent | swapext log bytes/extent | XFS log bytes/extent | swapext flushes | XFS device flushes | swapext peak RSS KiB |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	for n in $ns; do
 		a=$(med swap swapext "$rootfs" "$n" extents_s)
 		b=$(med swap xfs xfs "$n" extents_s)
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
 			"$(fig swap swapext "$rootfs" "$n" extents_s '%.0f')" \
 			"$(fig swap xfs xfs "$n" extents_s '%.0f')" "$(ratio "$a" "$b")" \
 			"$(verdict "$a" "$b" 10)" \
@@ -192,7 +192,8 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 			"$(one swap swapext "$rootfs" "$n" logbytes_ext '%.0f')" \
 			"$(one swap xfs xfs "$n" logbytes_ext '%.0f')" \
 			"$(one swap swapext "$rootfs" "$n" flushes '%.0f')" \
-			"$(one swap xfs xfs "$n" flushes '%.0f')"
+			"$(one swap xfs xfs "$n" flushes '%.0f')" \
+			"$(fig swap swapext "$rootfs" "$n" maxrss_kb '%.0f')"
 	done
 	echo
 	echo "## Recovery after a power cut halfway through the swap"

@@ -17,7 +17,8 @@
  *    and struct sx_hinode in each in-memory inode (set hi_host).  The core
  *    finds the host from an inode; it never dereferences a transaction.
  * 2. Implement struct sx_host_ops.  Every operation returns 0 or a negative
- *    errno unless it says otherwise; none may be NULL except ho_swap_forks.
+ *    errno unless it says otherwise; none may be NULL except ho_swap_forks,
+ *    ho_read_mappings and the four of direct steps (SX_HOST_DIRECT_MAP).
  * 3. Give the deferred-work manager of the host a swap type whose items are
  *    struct sx_swapext_intent (copied by value, at most one per intent) and
  *    whose callbacks are the core's sx_swapext_item_*() functions below.
@@ -156,8 +157,10 @@ enum sx_swap_algo {
 /**
  * struct sx_hres - what a swap will do, for ho_trans_alloc
  * @hr_algo:	SX_SWAP_*
- * @hr_steps:	exchange steps of the chain (each: two unmaps, two maps,
- *		both inodes' size and block count)
+ * @hr_steps:	exchanges of the chain (each: two unmaps, two maps,
+ *		both inodes' size and block count); one per transaction,
+ *		or with SX_HOST_DIRECT_MAP as many per transaction as
+ *		ho_step_room allows
  * @hr_nrext1:	the most mappings inode 1's fork can have during the chain
  * @hr_nrext2:	the same for inode 2 (equal to @hr_nrext1 for one file)
  * @hr_ip1, @hr_ip2: the two inodes (equal for two ranges of one file)
@@ -202,6 +205,11 @@ struct sx_hres {
 						 * a recovered item locked for
 						 * its whole chain: the core
 						 * takes no lock per step */
+#define SX_HOST_DIRECT_MAP	(1u << 4)	/* ho_unmap_now/ho_map_now change
+						 * the forks in the step's own
+						 * transaction: one step swaps
+						 * as many pieces as
+						 * ho_step_room allows */
 
 struct sx_swapext_intent;
 
@@ -226,6 +234,14 @@ struct sx_swapext_intent;
  *			@blockcount blocks (a hole runs to the next mapping);
  *			called with the swap's transaction open but nothing
  *			changed in it yet
+ * @ho_read_mappings:	optional: the mapping at @startoff as ho_read_mapping
+ *			(@tp NULL) or ho_read_mapping_tp (@tp) gives it, and
+ *			those after it, each starting where the one before
+ *			ends (holes too), all within [@startoff, +@blockcount):
+ *			at most @nmaps in @maps, from one lookup of the
+ *			mapping structure.  Returns how many (at least 1) or
+ *			a negative errno.  The core reads ahead with it in
+ *			its walks; without it, a lookup per piece
  * @ho_max_extents:	the most mappings @ip's data fork may hold (-EFBIG
  *			from the estimate beyond it)
  * @ho_trim_eof:	optional: free whatever @ip maps past its EOF block.
@@ -274,6 +290,36 @@ struct sx_swapext_intent;
  *			does not allow it
  *
  * Recovery:
+ * Direct steps (SX_HOST_DIRECT_MAP; all four NULL otherwise, and the flag
+ * is ignored unless all four are set).  A step then changes the forks in
+ * its own transaction instead of queuing map/unmap work, so one
+ * transaction holds the SXD of the old intent, several exchanges and the
+ * SXI of what is left; the SXI's format does not change (it always
+ * describes the remainder), so a log written either way recovers either way:
+ * @ho_read_mapping_tp:	ho_read_mapping in @tp, which the step's direct
+ *			changes may have changed already (a host that reads
+ *			its mapping blocks through the transaction that holds
+ *			them locked); the core reads no block ahead of the
+ *			step's cursors, which no change of the step touched
+ * @ho_unmap_now:	remove @map from @ip's data fork in @tp *without
+ *			freeing* its blocks (they go to the other file by the
+ *			paired map); the block count moves as the queued
+ *			unmap's would (only with SX_HOST_MAP_NBLOCKS)
+ * @ho_map_now:		add @map to @ip's data fork, where it is a hole, in @tp
+ *			(the block count as the queued map's would)
+ * @ho_step_room:	true if @tp's log reservation still holds one more
+ *			exchange between @ip1 and @ip2 at its worst (two
+ *			unmaps, two maps, both inodes, sized on the forks as
+ *			they are now) plus the SXI that ends the step.  The
+ *			core asks before each exchange; when there is no room
+ *			for a step's first, that exchange is queued instead
+ *			(ho_queue_unmap/ho_queue_map, one exchange per step as
+ *			without the flag), so a host may reserve less than an
+ *			exchange's worst case and still be right; it reserves
+ *			more to batch more (the store counts the log bytes
+ *			the step has actually used)
+ *
+ * Recovery:
  * @ho_iget:		find inode @ino with generation @gen and take a
  *			reference; -ENOENT (or -EFSCORRUPTED) if it is not in
  *			use or has another generation
@@ -286,6 +332,8 @@ struct sx_host_ops {
 	int	(*ho_flush_range)(struct sx_hinode *ip, s64 off, s64 len);
 	int	(*ho_read_mapping)(struct sx_hinode *ip, u64 startoff, u64 blockcount,
 				   struct sx_hmap *map);
+	int	(*ho_read_mappings)(struct sx_htrans *tp, struct sx_hinode *ip, u64 startoff,
+				    u64 blockcount, struct sx_hmap *maps, u32 nmaps);
 	u64	(*ho_max_extents)(struct sx_hinode *ip);
 	int	(*ho_trim_eof)(struct sx_hinode *ip);
 
@@ -306,6 +354,15 @@ struct sx_host_ops {
 	int	(*ho_defer_swap)(struct sx_htrans *tp, const struct sx_swapext_intent *si);
 	int	(*ho_swap_forks)(struct sx_htrans *tp, struct sx_hinode *ip1,
 				 struct sx_hinode *ip2);
+
+	int	(*ho_read_mapping_tp)(struct sx_htrans *tp, struct sx_hinode *ip, u64 startoff,
+				      u64 blockcount, struct sx_hmap *map);
+	int	(*ho_unmap_now)(struct sx_htrans *tp, struct sx_hinode *ip,
+				const struct sx_hmap *map);
+	int	(*ho_map_now)(struct sx_htrans *tp, struct sx_hinode *ip,
+			      const struct sx_hmap *map);
+	bool	(*ho_step_room)(struct sx_htrans *tp, struct sx_hinode *ip1,
+				struct sx_hinode *ip2);
 
 	int	(*ho_iget)(struct sx_host *h, u64 ino, u64 gen, struct sx_hinode **ipp);
 	void	(*ho_irele)(struct sx_hinode *ip);
@@ -460,7 +517,7 @@ struct sx_swapext_intent {
 	u32	si_pad;
 };
 
-/* Work one step queues: at most two unmaps and two maps. */
+/* Work one exchange queues: at most two unmaps and two maps. */
 #define SX_SWAPEXT_STEP_QUEUED	4
 /* Inodes one step changes (size, block count, flags). */
 #define SX_SWAPEXT_STEP_INODES	2
@@ -485,7 +542,8 @@ SX_API int sx_swapext_item_decode(struct sx_host *h, const struct sx_dlog_swapex
 				  struct sx_swapext_intent *si);
 
 /**
- * sx_swapext_item_finish() - do one step of @si in @tp
+ * sx_swapext_item_finish() - do one step of @si in @tp (one exchange, or
+ * with SX_HOST_DIRECT_MAP as many as ho_step_room allows)
  *
  * Return: -EAGAIN if blocks are left (log an SXI for what is left and
  * requeue the item behind the work the step queued), 0 when done (the item

@@ -71,6 +71,7 @@ struct mh_trans {
 	u32		mt_nops;
 	u32		mt_cap;
 	struct mh_work	*mt_work;
+	u32		mt_pairs;	/* direct exchanges ho_step_room let in */
 };
 
 static void mh_die(const char *what)
@@ -310,6 +311,7 @@ static void mh_commit_record(struct mh_trans *tp)
 		mh_die("out of memory");
 	memcpy(r->mr_ops, tp->mt_ops, tp->mt_nops * sizeof(struct mh_op));
 	tp->mt_nops = 0;
+	tp->mt_pairs = 0;
 	mh->mh_ncommit++;
 }
 
@@ -553,6 +555,29 @@ static int mh_read_mapping(struct sx_hinode *ip, u64 startoff, u64 blockcount,
 	return 0;
 }
 
+/*
+ * Several mappings from @startoff on, each as mh_read_mapping gives it,
+ * within [@startoff, +@blockcount): at most @nmaps and mh_read_ahead.
+ */
+static int mh_read_mappings(struct sx_htrans *tp, struct sx_hinode *ip, u64 startoff,
+			    u64 blockcount, struct sx_hmap *maps, u32 nmaps)
+{
+	struct mh_host *mh = mh_of(MI(ip));
+	u64 end = startoff + blockcount;
+	u32 n = 0;
+
+	if (tp)
+		mh_assert_locked(MI(ip));
+	nmaps = mh_min(nmaps, mh->mh_read_ahead);
+	while (startoff < end && n < nmaps) {
+		mh_read_mapping(ip, startoff, end - startoff, &maps[n]);
+		startoff += maps[n].hm_blockcount;
+		n++;
+	}
+	mh->mh_nreads++;
+	return n ? (int)n : -EINVAL;
+}
+
 static u64 mh_max_extents(struct sx_hinode *ip)
 {
 	return mh_of(MI(ip))->mh_max_extents;
@@ -656,6 +681,67 @@ static int mh_queue_unmap(struct sx_htrans *tp, struct sx_hinode *ip, const stru
 static int mh_queue_map(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *map)
 {
 	return mh_queue(tp, ip, map, true);
+}
+
+/*
+ * SX_HOST_DIRECT_MAP: apply a map or unmap in the step's own transaction
+ * and record it there (replay applies it as it applies a finished BUI).
+ */
+static int mh_now(struct sx_htrans *htp, struct sx_hinode *ip, const struct sx_hmap *map,
+		  bool is_map)
+{
+	struct mh_trans *tp = MT(htp);
+	struct mh_inode *mi = MI(ip);
+	struct mh_host *mh = mh_of(mi);
+	struct mh_op *op;
+	int error;
+
+	mh_assert_locked(mi);
+	if (map->hm_startblock == SX_HOLESTARTBLOCK || map->hm_blockcount == 0)
+		mh_die("direct map/unmap of a hole");
+	if (!tp->mt_pairs)
+		mh_die("direct map/unmap without ho_step_room");
+	if (mh->mh_fail_apply && --mh->mh_fail_apply == 0)
+		return mh->mh_fail_error;
+	error = mh_apply_work(mh, mi, map, is_map);
+	if (error)
+		return error;
+	op = mh_tp_op(tp, is_map ? MH_OP_MAP : MH_OP_UNMAP);
+	op->mo_ino = mi->mi_ino;
+	op->mo_map = *map;
+	mh->mh_ndirect++;
+	return 0;
+}
+
+static int mh_unmap_now(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *map)
+{
+	return mh_now(tp, ip, map, false);
+}
+
+static int mh_map_now(struct sx_htrans *tp, struct sx_hinode *ip, const struct sx_hmap *map)
+{
+	return mh_now(tp, ip, map, true);
+}
+
+/* Reads see the step's direct changes: they are applied as they are made. */
+static int mh_read_mapping_tp(struct sx_htrans *tp, struct sx_hinode *ip, u64 startoff,
+			      u64 blockcount, struct sx_hmap *map)
+{
+	mh_assert_locked(MI(ip));
+	return mh_read_mapping(ip, startoff, blockcount, map);
+}
+
+/* Room for mh_step_pairs exchanges per transaction (0: none, all queued). */
+static bool mh_step_room(struct sx_htrans *htp, struct sx_hinode *ip1, struct sx_hinode *ip2)
+{
+	struct mh_trans *tp = MT(htp);
+
+	mh_assert_locked(MI(ip1));
+	mh_assert_locked(MI(ip2));
+	if (tp->mt_pairs >= tp->mt_mh->mh_step_pairs)
+		return false;
+	tp->mt_pairs++;
+	return true;
 }
 
 static int mh_set_size(struct sx_htrans *tp, struct sx_hinode *ip, s64 size)
@@ -779,6 +865,7 @@ static const struct sx_host_ops mh_host_ops = {
 	.ho_unlock_two		= mh_unlock_two,
 	.ho_flush_range		= mh_flush_range,
 	.ho_read_mapping	= mh_read_mapping,
+	.ho_read_mappings	= mh_read_mappings,
 	.ho_max_extents		= mh_max_extents,
 	.ho_trans_alloc		= mh_trans_alloc,
 	.ho_trans_roll		= mh_trans_roll,
@@ -792,6 +879,10 @@ static const struct sx_host_ops mh_host_ops = {
 	.ho_touch		= mh_touch,
 	.ho_defer_swap		= mh_defer_swap,
 	.ho_swap_forks		= mh_swap_forks,
+	.ho_read_mapping_tp	= mh_read_mapping_tp,
+	.ho_unmap_now		= mh_unmap_now,
+	.ho_map_now		= mh_map_now,
+	.ho_step_room		= mh_step_room,
 	.ho_iget		= mh_iget,
 	.ho_irele		= mh_irele,
 };
@@ -808,6 +899,8 @@ void mh_init(struct mh_host *mh, u32 blksize, u32 features)
 	mh->mh_host.h_maxbytes = (s64)1 << 50;
 	mh->mh_blksize = blksize;
 	mh->mh_max_extents = MH_MAX_EXT;
+	mh->mh_step_pairs = MH_STEP_PAIRS;
+	mh->mh_read_ahead = MH_READ_AHEAD;
 	mh->mh_next_blk = 1000;
 	mh->mh_clock_ns = 1700000000ull * 1000000000ull;
 }
@@ -1157,6 +1250,15 @@ int mh_recover(struct mh_host *mh)
 	mh->mh_recovering = false;
 	free(ops);
 	return error;
+}
+
+u32 mh_rec_maps(const struct mh_host *mh, u32 rec)
+{
+	u32 j, maps = 0;
+
+	for (j = 0; j < mh->mh_log[rec].mr_nops; j++)
+		maps += mh->mh_log[rec].mr_ops[j].mo_type == MH_OP_MAP;
+	return maps;
 }
 
 /* ------------------------------------------------------------ checks */

@@ -11,6 +11,14 @@
  * runner that logs intents and dones as swapext's defer manager does: one
  * step per transaction, done + work + intent for what is left.
  *
+ * ho_read_mappings gives up to mh_read_ahead mappings per call (tests set
+ * mh_ops.ho_read_mappings to NULL for a host without it).
+ *
+ * With SX_HOST_DIRECT_MAP a step changes the forks in its own transaction
+ * (ho_unmap_now/ho_map_now, recorded as the BUIs' work is) and
+ * ho_step_room lets mh_step_pairs exchanges into each transaction (0: none,
+ * so every step falls back to queued work).
+ *
  * Host features it honours besides the core's: SX_HOST_MAP_NBLOCKS (the
  * map/unmap work moves block counts as it lands, ho_mod_nblocks then moves
  * only the quota usage mi_qused) and SX_HOST_RECOVERY_LOCKS (mh_recover()
@@ -44,6 +52,8 @@
 #define MH_MAX_EXT	512
 #define MH_FIRST_INO	100
 #define MH_DEV_BLOCKS	(1u << 20)
+#define MH_STEP_PAIRS	3	/* default exchanges per direct step */
+#define MH_READ_AHEAD	5	/* default mappings per ho_read_mappings */
 
 struct mh_ext {
 	u64	me_off;
@@ -114,6 +124,10 @@ struct mh_host {
 	u32	mh_ncommit;
 	u32	mh_open_trans;
 	u32	mh_recovered_intents;
+	u32	mh_ndirect;		/* direct maps and unmaps applied */
+	u32	mh_step_pairs;		/* exchanges ho_step_room allows per transaction */
+	u32	mh_read_ahead;		/* mappings ho_read_mappings gives at most */
+	u32	mh_nreads;		/* ho_read_mappings calls */
 	struct sx_hres mh_last_res;	/* the last reservation asked for */
 };
 
@@ -155,6 +169,8 @@ void mh_tape_load(struct mh_host *mh, const struct mh_tape *t);
 void mh_tape_free(struct mh_tape *t);
 /* mh_recover() - finish every intent without a done, in log order */
 int mh_recover(struct mh_host *mh);
+/* mh_rec_maps() - the maps (queued work finished, or direct) record @rec holds */
+u32 mh_rec_maps(const struct mh_host *mh, u32 rec);
 /* mh_unfinished() - intents in the log without their done */
 u32 mh_unfinished(const struct mh_host *mh);
 

@@ -25,6 +25,12 @@
  * write in every mode and the 100,000-extent swap at 1,000 writes.
  * SX_SWAP_CASES=name,name runs only those cases.
  *
+ * On these images a step of the swap is a direct step (the store changes
+ * both forks in the step's transaction, many exchanges per step), so a
+ * cut at every write cuts inside and between batched steps; the large
+ * case (several such steps) also has its recovery cut at every write it
+ * makes, after cuts at a third and half of the run.
+ *
  * Every case runs with the log's default queue (a chain shares a few
  * records, so a cut loses whole groups of steps) and again with
  * SX_MOUNT_LOG_EACH (a record per transaction, so cuts fall between any
@@ -394,6 +400,72 @@ static int recover_and_verify(struct sx_bdev *bd, const struct run *r, const cha
 	return sxc_recover_verify(bd, 0, files_ok, r, what);
 }
 
+/*
+ * files_ok() that says which state matched: the number of swaps the files
+ * show, so that a recovery cut short and finished by a second recovery
+ * must end where an uncut recovery ends.
+ */
+static int files_state(struct sx_mount *mp, const void *arg, const char *what)
+{
+	const struct run *r = arg;
+	char msg[160];
+	int fd[NF], f, k, match = -1;
+
+	for (f = 0; f < r->nfiles; f++)
+		SXC_CHECK(sx_open(mp, names[f], &fd[f]) == 0, "%s: open %s", what, names[f]);
+	for (k = r->ndurable; match < 0 && k <= r->nstarted; k++) {
+		bool ok = true;
+
+		for (f = 0; ok && f < r->nfiles; f++) {
+			r->m[k][f]->sf_fd = fd[f];
+			ok = !sxs_verify(mp, BS, r->m[k][f], msg, sizeof(msg));
+		}
+		if (ok)
+			match = k;
+	}
+	for (f = 0; f < r->nfiles; f++)
+		sx_close(mp, fd[f]);
+	SXC_CHECK(match >= 0, "%s: no state in [%d, %d] matches", what, r->ndurable, r->nstarted);
+	return match;
+}
+
+/* Cuts of recoveries (the "large" case): a crash after some direct steps. */
+static u64 recovery_crash_points;
+
+/*
+ * Cut the run at write @w (dropped), then cut the recovery of what is
+ * left at every write it makes, in the three modes in turn: each cut
+ * recovery, finished by another, must end in the state an uncut recovery
+ * reaches (the swap all done once its intent was durable).
+ */
+static int cut_recoveries(const struct cfg *c, struct sx_bdev *pristine, struct run *r, u64 w)
+{
+	static const enum sx_crash_mode rmodes[] = { SX_CRASH_DROP, SX_CRASH_TEAR, SX_CRASH_KEEP };
+	struct sxc_cuts rcuts = { .modes = rmodes, .nmodes = 3 };
+	struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd, *saved;
+	char what[96];
+	int ref;
+
+	cbd = sxc_cut_dev(img, w, w, SX_CRASH_DROP, NULL);
+	workload(c, cbd, r, false);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "%s/%s cut at write %llu, uncut recovery", c->name, wl_mode,
+		 (unsigned long long)w);
+	if (!r->error) {
+		sxc_fail("%s: the workload did not see the power cut", what);
+		sx_bdev_destroy(img);
+		return -1;
+	}
+	saved = sxt_bdev_copy(img);
+	ref = sxc_recover_verify(img, 0, files_state, r, what);
+	sxc_tally(ref < 0 ? -1 : 0);
+	if (ref >= 0)
+		recovery_crash_points += sxc_cut_recovery(saved, &rcuts, w, 0, files_state, r, ref);
+	sx_bdev_destroy(saved);
+	sx_bdev_destroy(img);
+	return ref;
+}
+
 static void run_cfg(const struct cfg *c)
 {
 	static const enum sx_crash_mode modes[] = { SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR };
@@ -484,6 +556,23 @@ static void run_cfg(const struct cfg *c)
 	       now_s() - t0);
 	fflush(stdout);
 
+	/*
+	 * A crash after some direct steps, its recovery cut at every write
+	 * (the large case has several steps of many exchanges each): a third
+	 * and halfway through the run's writes.
+	 */
+	if (!strcmp(c->name, "large")) {
+		u64 before = recovery_crash_points;
+		int k1 = cut_recoveries(c, pristine, &r, st.cs_writes / 3);
+		int k2 = cut_recoveries(c, pristine, &r, st.cs_writes / 2);
+
+		printf("%s/%s: recoveries cut at %llu writes (after the cuts at writes %llu and "
+		       "%llu: %d and %d swaps done)\n", c->name, wl_mode,
+		       (unsigned long long)(recovery_crash_points - before),
+		       (unsigned long long)st.cs_writes / 3, (unsigned long long)st.cs_writes / 2,
+		       k1, k2);
+	}
+
 	for (k = 0; k <= MAXOPS; k++)
 		for (f = 0; f < NF; f++)
 			sxs_file_free(r.m[k][f]);
@@ -566,6 +655,7 @@ int main(void)
 			run_cfg(c);
 		}
 	}
-	printf("crash points: %llu\n", (unsigned long long)crash_points);
+	printf("crash points: %llu, recovery crash points: %llu\n",
+	       (unsigned long long)crash_points, (unsigned long long)recovery_crash_points);
 	return sxc_end();
 }

@@ -277,6 +277,101 @@ static void test_three_algorithms(void **state)
 }
 
 /*
+ * SX_HOST_DIRECT_MAP: the same swap, with the forks changed in each step's
+ * transaction, ends exactly as the queued chain does, in fewer
+ * transactions, each holding up to mh_step_pairs exchanges; with no room
+ * for any (mh_step_pairs 0) every step falls back to queued work.  The
+ * non-atomic step algorithm batches the same way.
+ */
+static void test_direct_batches(void **state)
+{
+	static struct mh_host h2, h3, h4;
+	struct mh_inode *a1, *b1, *a2, *b2, *a3, *b3, *a4, *b4;
+	struct sx_hfile f1, f2;
+	struct file_swap_range fsr;
+	u32 i, maps, most = 0;
+
+	(void)state;
+	build_pair(&host, SX_HOST_ATOMIC_SWAP, &a1, &b1);
+	build_pair(&h2, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a2, &b2);
+	build_pair(&h3, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a3, &b3);
+	build_pair(&h4, SX_HOST_DEFER_BMAP | SX_HOST_DIRECT_MAP, &a4, &b4);
+	h2.mh_step_pairs = 4;
+	h3.mh_step_pairs = 0;
+	h4.mh_step_pairs = 4;
+	mh_checkpoint(&host);
+	mh_checkpoint(&h2);
+	mh_checkpoint(&h3);
+
+	assert_int_equal(do_swap(a1, b1, 0, 0, a1->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a2, b2, 0, 0, a2->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a3, b3, 0, 0, a3->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	f1 = mh_hfile(a4, RW);
+	f2 = mh_hfile(b4, RW);
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.length = a4->mi_size;
+	fsr.flags = FILE_SWAP_RANGE_NONATOMIC | FILE_SWAP_RANGE_FULL_FILES;
+	assert_int_equal(sx_swap_core_range(&f1, &f2, &fsr), 0);
+
+	assert_true(mh_same_all(host.mh_inodes, h2.mh_inodes));
+	assert_true(mh_same_all(host.mh_inodes, h3.mh_inodes));
+	assert_true(mh_same_all(host.mh_inodes, h4.mh_inodes));
+	assert_int_equal(host.mh_ndirect, 0);
+	assert_int_equal(h3.mh_ndirect, 0);
+	assert_true(h2.mh_ndirect > 0);
+	assert_true(h4.mh_ndirect > 0);
+	/* the walks read ahead: fewer lookups than pieces read */
+	assert_true(h2.mh_nreads > 0);
+	/* queued: an SXI step then its four BUIs, one transaction each */
+	assert_true(h2.mh_nrec * 3 < host.mh_nrec);
+	assert_int_equal(h3.mh_nrec, host.mh_nrec);
+	/* no record holds more than four exchanges: two maps each */
+	for (i = 0; i < h2.mh_nrec; i++) {
+		maps = mh_rec_maps(&h2, i);
+		most = mh_max(most, maps);
+	}
+	assert_true(most > 2 && most <= 8);
+	assert_int_equal(mh_check(&host, 0), 0);
+	assert_int_equal(mh_check(&h2, 0), 0);
+	assert_int_equal(mh_check(&h3, 0), 0);
+	assert_int_equal(mh_check(&h4, 0), 0);
+	mh_destroy(&host);
+	mh_destroy(&h2);
+	mh_destroy(&h3);
+	mh_destroy(&h4);
+}
+
+/*
+ * The core's walks read ahead (ho_read_mappings): the same swap ends the
+ * same with five mappings per lookup, one, or no ho_read_mappings at all,
+ * and five take fewer lookups than one.
+ */
+static void test_readahead(void **state)
+{
+	static struct mh_host h2, h3;
+	struct mh_inode *a1, *b1, *a2, *b2, *a3, *b3;
+
+	(void)state;
+	build_pair(&host, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a1, &b1);
+	build_pair(&h2, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a2, &b2);
+	build_pair(&h3, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a3, &b3);
+	h2.mh_read_ahead = 1;
+	h3.mh_ops.ho_read_mappings = NULL;
+	assert_int_equal(do_swap(a1, b1, 0, 0, a1->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a2, b2, 0, 0, a2->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a3, b3, 0, 0, a3->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_true(mh_same_all(host.mh_inodes, h2.mh_inodes));
+	assert_true(mh_same_all(host.mh_inodes, h3.mh_inodes));
+	assert_int_equal(h3.mh_nreads, 0);
+	assert_true(host.mh_nreads > 0);
+	assert_true(host.mh_nreads * 2 < h2.mh_nreads);
+	assert_int_equal(mh_check(&host, 0), 0);
+	mh_destroy(&host);
+	mh_destroy(&h2);
+	mh_destroy(&h3);
+}
+
+/*
  * A partial swap, or a block left shared in place, keeps both reflink
  * flags; a whole-file swap moves the flag with the blocks.
  */
@@ -354,6 +449,10 @@ enum setup {
 
 /* Host features the crash tests add (a host shaped like XFS, say). */
 static u32 crash_features;
+/* With SX_HOST_DIRECT_MAP: exchanges per step (0: memhost's default). */
+static u32 crash_step_pairs;
+/* A host without ho_read_mappings (XFS's binding): a lookup per piece. */
+static bool crash_no_readahead;
 
 static void setup_crash(enum setup s, struct mh_inode **a, struct mh_inode **b,
 			struct file_swap_range *fsr)
@@ -362,6 +461,10 @@ static void setup_crash(enum setup s, struct mh_inode **a, struct mh_inode **b,
 
 	rnd_state = 777 + s;
 	mh_init(&host, B, SX_HOST_ATOMIC_SWAP | crash_features);
+	if (crash_step_pairs)
+		host.mh_step_pairs = crash_step_pairs;
+	if (crash_no_readahead)
+		host.mh_ops.ho_read_mappings = NULL;
 	memset(fsr, 0, sizeof(*fsr));
 	*a = mh_create(&host, 0);
 	switch (s) {
@@ -437,6 +540,9 @@ static void crash_one(enum setup s, enum mh_order order, bool during_recovery)
 	after = mh_snapshot(&host);
 	n = host.mh_nrec;
 	assert_true(n > 10);
+	/* a direct step is one transaction: several exchanges in a record */
+	if (crash_features & SX_HOST_DIRECT_MAP)
+		assert_true(host.mh_ndirect > 0);
 	tape = mh_tape_save(&host);
 	/* the first record holds the SXI (and the touches) */
 	mh_crash(&host, 1);
@@ -513,12 +619,44 @@ static void test_crash_one_file(void **state)
 static void test_crash_xfs_shaped_host(void **state)
 {
 	(void)state;
+	/* XFS's binding reads one mapping per lookup */
+	crash_no_readahead = true;
 	crash_features = SX_HOST_MAP_NBLOCKS | SX_HOST_RECOVERY_LOCKS;
 	crash_one(SETUP_64, MH_ORDER_STORE, false);
 	crash_one(SETUP_TO_EOF, MH_ORDER_SPAWN_FIRST, true);
 	crash_one(SETUP_ONE_FILE, MH_ORDER_STORE, true);
 	crash_features = SX_HOST_MAP_NBLOCKS;
 	crash_one(SETUP_64, MH_ORDER_SPAWN_FIRST, false);
+	crash_features = 0;
+	crash_no_readahead = false;
+}
+
+/*
+ * Direct steps (SX_HOST_DIRECT_MAP): a step's exchanges, its SXD and the
+ * SXI of the rest are one record, so a cut at every record, and at every
+ * record of the recovery after it, leaves the swap all-old or all-new;
+ * recovery resumes from the last SXI, batching again.  Also on the
+ * XFS-shaped host, and with two exchanges per step (the last step of a
+ * range then often has room left).
+ */
+static void test_crash_direct(void **state)
+{
+	(void)state;
+	crash_features = SX_HOST_DIRECT_MAP;
+	crash_one(SETUP_64, MH_ORDER_STORE, true);
+	crash_one(SETUP_TO_EOF, MH_ORDER_SPAWN_FIRST, true);
+	crash_one(SETUP_ONE_FILE, MH_ORDER_STORE, true);
+	crash_features = SX_HOST_DIRECT_MAP | SX_HOST_MAP_NBLOCKS | SX_HOST_RECOVERY_LOCKS;
+	crash_one(SETUP_64, MH_ORDER_SPAWN_FIRST, true);
+	crash_one(SETUP_ONE_FILE, MH_ORDER_STORE, true);
+	crash_features = SX_HOST_DIRECT_MAP;
+	crash_step_pairs = 2;
+	crash_one(SETUP_64, MH_ORDER_STORE, true);
+	crash_one(SETUP_TO_EOF, MH_ORDER_STORE, true);
+	crash_no_readahead = true;
+	crash_one(SETUP_ONE_FILE, MH_ORDER_SPAWN_FIRST, true);
+	crash_no_readahead = false;
+	crash_step_pairs = 0;
 	crash_features = 0;
 }
 
@@ -846,6 +984,9 @@ int main(void)
 		cmocka_unit_test(test_crash_one_file),
 		cmocka_unit_test(test_crash_xfs_shaped_host),
 		cmocka_unit_test(test_queue),
+		cmocka_unit_test(test_crash_direct),
+		cmocka_unit_test(test_direct_batches),
+		cmocka_unit_test(test_readahead),
 		cmocka_unit_test(test_fail_mid_chain),
 		cmocka_unit_test(test_recover_bad_sxi),
 	};

@@ -8,9 +8,9 @@
  *
  * Most cases start from one image: two files of NEXT single-block extents
  * (so both forks are B+trees) on a filesystem with atomic_swap, and a
- * whole-file swap of them cut by a power loss halfway, one transaction per
- * log record, which leaves an unfinished SXI and its B+tree changes in the
- * log.
+ * whole-file swap of them cut by a power loss after its first step, one
+ * transaction per log record, which leaves an unfinished SXI and its
+ * B+tree changes in the log.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,7 +28,7 @@
 #define MIB		(1ull << 20)
 #define BS		1024u
 #define IMG		(32 * MIB)
-#define NEXT		200u
+#define NEXT		4000u
 
 /* Clean image with files "a" and "b" of NEXT extents each. */
 static struct sx_bdev *swap_base;
@@ -103,7 +103,8 @@ static void build_swap_base(void)
 	sx_bdev_destroy(img);
 	swap_w0 = st0.cs_writes;
 	swap_w1 = st1.cs_writes;
-	assert_true(swap_w1 > swap_w0 + 16);
+	/* the first transaction, two steps at least, the checkpoint */
+	assert_true(swap_w1 > swap_w0 + 3);
 }
 
 /* The fsinfo block of swap_base. */
@@ -115,16 +116,13 @@ static u64 swap_base_fsinfo(void)
 	return sb.sb_fsinfo;
 }
 
-/* swap_base with the power cut (writes dropped) at the swap's middle write. */
-static struct sx_bdev *cut_swap(void)
+/* swap_base with the power cut (writes dropped) at write @w of the swap. */
+static struct sx_bdev *cut_swap_at(u64 w)
 {
 	struct sx_bdev *img, *cbd;
 	struct sx_crashdev *cd;
 	struct sx_mount *mp;
-	u64 w;
 
-	build_swap_base();
-	w = swap_w0 + (swap_w1 - swap_w0) / 2;
 	img = sxt_bdev_copy(swap_base);
 	assert_int_equal(sx_crashdev_create(img, 1, &cbd, &cd), 0);
 	assert_int_equal(sx_mount(cbd, &log_each, &mp), 0);
@@ -133,6 +131,39 @@ static struct sx_bdev *cut_swap(void)
 	sx_unmount(mp);
 	sx_bdev_destroy(cbd);
 	return img;
+}
+
+struct log_ops;
+static struct log_ops *scan_log(struct sx_bdev *img);
+static u32 log_sxi(const struct log_ops *lo);
+
+/*
+ * swap_base with the power cut mid-swap: at the first write of the swap
+ * that leaves a second SXI in the log, that of the rest after a finished
+ * step (its B+tree changes in the log too).  A step swaps many extents
+ * (direct steps), so the swap's middle write may come after its last
+ * record, among the checkpoint's writes.
+ */
+static struct sx_bdev *cut_swap(void)
+{
+	struct sx_bdev *img;
+	u64 w;
+
+	build_swap_base();
+	for (w = swap_w0 + 1; w < swap_w1; w++) {
+		struct log_ops *lo;
+		u32 n;
+
+		img = cut_swap_at(w);
+		lo = scan_log(img);
+		n = log_sxi(lo);
+		free(lo);
+		if (n >= 2)
+			return img;
+		sx_bdev_destroy(img);
+	}
+	fail_msg("no cut of the swap leaves a finished step and an unfinished SXI");
+	return NULL;
 }
 
 /* What the valid log of an unmounted image holds. */
@@ -146,6 +177,11 @@ struct log_ops {
 };
 
 static u64 scan_lsn;
+
+static u32 log_sxi(const struct log_ops *lo)
+{
+	return lo->lo_sxi;
+}
 
 static int scan_op(void *arg, const struct sx_dlog_op *op, const void *payload)
 {
