@@ -382,7 +382,7 @@ static u32 sx_aw_res(const struct sx_aw *aw)
 {
 	const struct sx_mount *mp = aw->a_mp;
 
-	return sx_swap_host_res(mp) +
+	return sx_swap_host_queue_res(mp) +
 	       aw->a_nsw * (sx_trans_op_bytes(sizeof(struct sx_dlog_intent) +
 					      sizeof(struct sx_dlog_swapext)) +
 			    2 * sx_inode_res_bytes(mp));

@@ -367,6 +367,17 @@ u32 sx_swap_host_res(const struct sx_mount *mp)
 }
 
 /*
+ * What a transaction that only queues swaps needs besides their intents
+ * and inodes: a step without the direct exchanges' room, which would
+ * leave no room for the intents in one record.  Its chain's first roll
+ * grows the reservation to a step's (sx_defer_chain_bytes()).
+ */
+u32 sx_swap_host_queue_res(const struct sx_mount *mp)
+{
+	return sx_shost_step_bytes(mp) - mp->m_swap_direct_res;
+}
+
+/*
  * Start a swap's transaction: log space for one step (the chain renews it
  * at each roll), and -ENOSPC at once if the free blocks could not hold the
  * mapping B+trees the estimate allows both forks to grow to.

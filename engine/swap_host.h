@@ -24,5 +24,7 @@ void sx_swap_host_unregister(void);
 
 /** sx_swap_host_res() - the reservation of one transaction of a swap */
 u32 sx_swap_host_res(const struct sx_mount *mp);
+/** sx_swap_host_queue_res() - the base of a transaction that queues swaps */
+u32 sx_swap_host_queue_res(const struct sx_mount *mp);
 
 #endif /* SX_SWAP_HOST_H */
