@@ -169,7 +169,7 @@ static int cmd_mkimage(const char *path, u64 n)
 {
 	/* the data, both files' bmap btrees with room to split, the log, slack */
 	u64 devsize = (2 * n + 2 * n * 256 / FILE_BS + 65536) * (u64)FILE_BS;
-	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, 0);
+	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, 0, 0);
 	struct sx_mount *mp = sxt_mount(bd);
 	double t0 = now();
 

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 	env = getenv("BENCH_UPDATE_LOG_MB");
 	logbytes = (env ? strtoull(env, NULL, 0) : 128) << 20;
 	size = (uint64_t)nthreads * 4 * FILE_SIZE + (256ull << 20) + logbytes;
-	bd = bd_file_image(argv[1], size, BLOCK_SIZE, logbytes);
+	bd = bd_file_image(argv[1], size, BLOCK_SIZE, logbytes, 1);
 	error = sx_mount(bd, NULL, &mp);
 	if (error) {
 		fprintf(stderr, "bench_update: mount: %s\n", sx_strerror(error));

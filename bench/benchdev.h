@@ -141,13 +141,43 @@ static inline unsigned long long bd_flushes(const struct bd_snap *a, const struc
 }
 
 /*
+ * Write @path whole with zeroes, as a block device is: in a sparse file the
+ * first write into each region allocates the host filesystem's blocks, and
+ * every fdatasync after it writes that filesystem's metadata too, a cost
+ * the floor (pwrite over an existing file) never pays.
+ */
+static inline void bd_file_fill(const char *path, uint64_t size)
+{
+	static char zero[1 << 20];
+	uint64_t off;
+	FILE *f = fopen(path, "wx");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	for (off = 0; off < size; off += sizeof(zero)) {
+		size_t n = size - off < sizeof(zero) ? (size_t)(size - off) : sizeof(zero);
+
+		if (fwrite(zero, 1, n, f) != n) {
+			perror(path);
+			exit(1);
+		}
+	}
+	if (fflush(f) || fdatasync(fileno(f)) || fclose(f)) {
+		perror(path);
+		exit(1);
+	}
+}
+
+/*
  * bd_file_image() - a new file-backed image of @size bytes at @path (any
- * old file there replaced), mkfs'd with @bs-byte blocks, the atomic_swap
- * feature and a log of @logbytes (0: mkfs's default), behind a counting
- * device
+ * old file there replaced; written whole first if @fill), mkfs'd with
+ * @bs-byte blocks, the atomic_swap feature and a log of @logbytes (0:
+ * mkfs's default), behind a counting device
  */
 static inline struct sx_bdev *bd_file_image(const char *path, uint64_t size, uint32_t bs,
-					    uint64_t logbytes)
+					    uint64_t logbytes, int fill)
 {
 	struct sx_mkfs_opts mo = {
 		.mk_blocksize = bs,
@@ -158,7 +188,9 @@ static inline struct sx_bdev *bd_file_image(const char *path, uint64_t size, uin
 	int error;
 
 	unlink(path);
-	error = sx_filedev_open(path, SX_FILEDEV_CREATE, size, &lower);
+	if (fill)
+		bd_file_fill(path, size);
+	error = sx_filedev_open(path, fill ? 0 : SX_FILEDEV_CREATE, size, &lower);
 	if (error) {
 		fprintf(stderr, "bench: %s: %s\n", path, sx_strerror(error));
 		exit(1);
