@@ -10,12 +10,13 @@
  *  - Unwritten blocks (fallocate) read as zeroes; a write puts its data
  *    into them first and converts them to written in a transaction after.
  *  - A block freed by a transaction that is not yet durable is not written
- *    in place: sx_alloc_reuse_barrier() forces the log when blocks were
- *    freed since the last force, before data goes into new blocks (else a
- *    crash could give the block back to its old owner with our data in it).
- *    Every allocation of data blocks calls it right after the allocation
- *    (a write into a hole, fallocate, copy-on-write): no earlier, or a free
- *    committed in between would not be covered.
+ *    in place (else a crash could give the block back to its old owner
+ *    with our data in it): every allocation of blocks that data will go
+ *    into in place (a write into a hole, fallocate, copy-on-write) is
+ *    sx_alloc_data_extent(), which steps around such busy blocks and, only
+ *    when nothing else is free, forces the log once and takes them.  The
+ *    allocator learns of each free under the lock it allocates under, so
+ *    no free can slip between the check and the allocation.
  *  - Shared blocks are never written in place: sx_reflink_cow() gives the
  *    file its own copies first.  Nor are blocks whose other owners let go
  *    of them in a transaction that is not yet durable (a copy-on-write,
@@ -305,10 +306,7 @@ static int sx_io_write_hole(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8
 		if (prev.br_startblock != SX_HOLE)
 			hint = prev.br_startblock + (fb - prev.br_startoff);
 	}
-	error = sx_alloc_extent(tp, hint, 1, (u32)nb, &bno, &len);
-	if (error)
-		goto out_cancel;
-	error = sx_alloc_reuse_barrier(mp);
+	error = sx_alloc_data_extent(tp, hint, 1, (u32)nb, &bno, &len);
 	if (error)
 		goto out_cancel;
 	wend = sx_min(end, sx_io_bytes(io, fb + len));
@@ -403,7 +401,7 @@ static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 
 	error = sx_io_trans(io, sx_reflink_cow_res_bytes(mp, ip), 0, &tp);
 	if (error)
 		return error;
-	/* (the reuse barrier is sx_reflink_cow()'s, after each allocation) */
+	/* (sx_reflink_cow() allocates with sx_alloc_data_extent(): no busy blocks) */
 	error = sx_reflink_cow(&tp, ip, fb, nb, &n);
 	if (error) {
 		sx_io_cancel(io, tp);
@@ -889,11 +887,8 @@ static int sx_io_falloc_one(struct sx_io *io, u64 fb, u64 nb, u64 *lenp)
 		if (prev.br_startblock != SX_HOLE)
 			hint = prev.br_startblock + (fb - prev.br_startoff);
 	}
-	error = sx_alloc_extent(tp, hint, 1, (u32)nb, &bno, &len);
-	if (error)
-		goto out_cancel;
 	/* writes will put data into these blocks in place, with no allocation */
-	error = sx_alloc_reuse_barrier(mp);
+	error = sx_alloc_data_extent(tp, hint, 1, (u32)nb, &bno, &len);
 	if (error)
 		goto out_cancel;
 	map.br_startoff = fb;

@@ -356,7 +356,7 @@ int sx_log_note_record(struct sx_mount *mp, u64 lsn, u32 prev_crc)
 /* Queue a formatted transaction for the next force. */
 int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		  struct sx_buf **bufs, u32 nbufs, const u64 *intents, u32 nintents,
-		  const u64 *dones, u32 ndones, u32 res_blocks)
+		  const u64 *dones, u32 ndones, u32 res_blocks, u64 *seqp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_log_intent **lis = NULL;
@@ -415,7 +415,7 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 	ASSERT(log->l_grant >= res_blocks);
 	log->l_grant -= res_blocks;
 	log->l_stats.ls_trans++;
-	log->l_commit_seq++;
+	*seqp = ++log->l_commit_seq;
 	sx_cond_broadcast(&log->l_space);
 	sx_mutex_unlock(&log->l_lock);
 	sx_free(spare);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "item.h"
 #include "refcount.h"
+#include "alloc.h"
 #include "mount.h"
 #include "dev.h"
 #include "log_cil.h"
@@ -496,7 +497,7 @@ void sx_trans_cancel(struct sx_trans *tp)
  * Format and queue the transaction; the joined buffers stay attached.  The
  * caller releases them.
  */
-static int sx_trans_queue(struct sx_trans *tp)
+static int sx_trans_queue(struct sx_trans *tp, u64 *seqp)
 {
 	struct sx_mount *mp = tp->t_mp;
 	struct sx_buf **bufs = NULL;
@@ -555,7 +556,7 @@ static int sx_trans_queue(struct sx_trans *tp)
 	VERIFY((u32)(p - ops) <= tp->t_bytes);
 
 	error = sx_log_commit(mp, tp->t_tid, ops, (u32)(p - ops), nops, bufs, nbufs,
-			      ids, nintents, ids + nintents, ndones, tp->t_res_blocks);
+			      ids, nintents, ids + nintents, ndones, tp->t_res_blocks, seqp);
 	ops = NULL;		/* the log owns it now, even on error */
 	tp->t_res_blocks = 0;	/* so is the reservation */
 	/* a committed binval leaves the cached copy stale */
@@ -575,6 +576,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 {
 	struct sx_mount *mp = tp->t_mp;
 	bool sync = tp->t_flags & SX_TRANS_SYNC;
+	u64 seq = 0;
 	int error = 0;
 
 	*queued = false;
@@ -586,7 +588,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 		error = sx_fault("trans_commit");
 		if (error)
 			goto out_cancel;
-		error = sx_trans_queue(tp);
+		error = sx_trans_queue(tp, &seq);
 		if (error) {
 			/*
 			 * Nothing was queued: the in-memory state can no
@@ -599,6 +601,8 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 		/* before the refcount tree's lock goes with the buffers */
 		if (tp->t_flags & SX_TRANS_UNSHARED)
 			sx_refcount_unshared_commit(mp, tp->t_tid);
+		/* and before the allocator's: its frees are busy until @seq is durable */
+		sx_alloc_committed(tp, seq);
 	} else {
 		sx_log_unreserve(mp, tp->t_res_blocks);
 	}

@@ -755,11 +755,13 @@ enum reuse_how {
 /*
  * Another thread frees a block (a punch of y, not yet durable) right when
  * a copy-on-write or a fallocate is about to allocate, and the allocation
- * gets that block; data then goes into it in place, and the power goes
- * with every volatile write kept and nothing forcing the log.  y must read
- * its old bytes (the punch was lost) or zeroes (it was not), never ours:
- * the allocation makes the free durable before any data goes in, and it
- * must check for frees after it allocates (it once checked before the
+ * would get that block: it is the first free one after the hint.  Data
+ * then goes into the new block in place, and the power goes with every
+ * volatile write kept and nothing forcing the log.  y must read its old
+ * bytes (the punch was lost) or zeroes (it was not), never ours.  The
+ * block is busy (its free is not durable), so the allocation, which sees
+ * the free because it is made under the same lock, steps over it (it once
+ * forced the log instead, and once checked for frees before the
  * copy-on-write allocated, which a free in between slipped past).
  */
 static void free_then_reuse(enum reuse_how how)
@@ -768,6 +770,7 @@ static void free_then_reuse(enum reuse_how how)
 	struct sx_bdev *cbd;
 	struct sx_crashdev *cd;
 	u64 yblk, got;
+	bool yfree;
 	int s, x, y, z;
 
 	assert_int_equal(sx_unmount(mp), 0);
@@ -798,8 +801,10 @@ static void free_then_reuse(enum reuse_how how)
 	sx_fault_set_hook(NULL, NULL);
 	assert_true(rr.rr_fired);
 	assert_int_equal(rr.rr_error, 0);
-	/* the case this is about: the block the other thread freed */
-	assert_int_equal(got, yblk);
+	/* the block the other thread freed is free, and busy: not taken */
+	assert_true(got != yblk);
+	assert_int_equal(sx_alloc_is_free(mp, yblk, &yfree), 0);
+	assert_true(yfree);
 	sx_crashdev_cut_now(cd, SX_CRASH_KEEP);
 	sx_unmount(mp);
 	sx_bdev_destroy(cbd);
