@@ -515,9 +515,9 @@ static void test_clone_cow_no_force(void **state)
 
 /*
  * More blocks left with one owner between two log forces than the record
- * of them holds (32 extents): the oldest are folded together, which only
- * widens what waits, so an overwrite in place of any of them still forces
- * the log first, and once forced nothing waits.
+ * of them holds (limited here to 32 extents): the oldest are folded
+ * together, which only widens what waits, so an overwrite in place of any
+ * of them still forces the log first, and once forced nothing waits.
  */
 static void test_clone_unshare_many(void **state)
 {
@@ -526,6 +526,7 @@ static void test_clone_unshare_many(void **state)
 	int a = mk("a"), b = mk("b");
 	u32 i;
 
+	sx_refcount_unshared_limit(mp, 32);
 	put(a, 0, 2 * N * BS, 1);
 	assert_int_equal(sx_clone(mp, b, a), 0);
 	assert_int_equal(sx_sync(mp), 0);
@@ -547,6 +548,44 @@ static void test_clone_unshare_many(void **state)
 	assert_true(holds(a, BS, BS, 1));
 	assert_true(holds(b, BS, BS, 1));
 	assert_true(holds(b, 0, BS, 0));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/*
+ * The same punches with the record free to grow: nothing is folded, so an
+ * overwrite in place of a block between those left with one owner, which
+ * a has always owned alone, waits for nothing; one of those blocks still
+ * forces the log first.  (With the fold the first overwrite waited too:
+ * an update's write after the previous update's clone was freed did.)
+ */
+static void test_clone_unshare_many_precise(void **state)
+{
+	enum { N = 40 };
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), b = mk("b");
+	u32 i;
+
+	put(a, 0, 2 * N * BS, 1);
+	/* b shares a's even blocks only */
+	for (i = 0; i < N; i++)
+		assert_int_equal(sx_clone_range(mp, b, 2 * i * BS, a, 2 * i * BS, BS), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(sx_punch(mp, b, 2 * i * BS, BS), 0);
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	assert_int_equal(refc(phys(a, BS, NULL)), 1);
+	sx_log_get_stats(mp, &st0);
+	put(a, BS, BS, 2);
+	put(a, (2 * N - 1) * BS, BS, 2);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces);
+	put(a, 2 * (N / 2) * BS, BS, 3);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces + 1);
+	assert_true(holds(a, BS, BS, 2));
+	assert_true(holds(a, 2 * (N / 2) * BS, BS, 3));
+	assert_true(holds(a, 2 * BS, BS, 1));
 	assert_int_equal(sx_close(mp, a), 0);
 	assert_int_equal(sx_close(mp, b), 0);
 }
@@ -846,6 +885,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow_no_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_unshare_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_unshare_many_precise, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_unshare_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_falloc, setup,
