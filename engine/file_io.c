@@ -23,6 +23,11 @@
  *    punch or clone over them in the other file): a crash would give the
  *    block back to them with our data in it, so
  *    sx_refcount_unshare_barrier() forces the log first.
+ *  - fsync makes durable what the file's own transactions did: each one
+ *    that joins the inode's block stamps the in-core inode with its commit
+ *    sequence, and fsync forces the log that far and no further (or, if
+ *    that is durable, flushes only data written in place since the last
+ *    flush).  Every change of a file's data or mapping logs its inode.
  *  - A file's size changes in the transaction that maps the blocks a write
  *    extends it with, so a crash leaves a prefix of the write.  Blocks past
  *    EOF can outlive a crash (a truncate's chain of unmaps, a fallocate that
@@ -1015,7 +1020,13 @@ out_unlock:
 	return error;
 }
 
-/* Make the file's data and metadata durable: data first, then the log. */
+/*
+ * Make the file's data and metadata durable: the log as far as the file's
+ * last change (a force flushes data written in place before any record),
+ * or, when that is durable already, only the data written in place since
+ * the last flush.  Changes of other files that came later are not waited
+ * for, and a force another thread runs meanwhile serves this call too.
+ */
 SX_API int sx_fsync(struct sx_mount *mp, int fd)
 {
 	struct sx_inode *ip;
@@ -1026,8 +1037,10 @@ SX_API int sx_fsync(struct sx_mount *mp, int fd)
 	error = sx_fd_get(mp, fd, &ip);
 	if (error)
 		return error;
-	/* the log force flushes data written in place before any record */
-	error = sx_sync(mp);
+	if (mp->m_flags & SX_MF_RDONLY)
+		error = 0;
+	else
+		error = sx_log_force_seq(mp, sx_inode_sync_seq(ip), true);
 	sx_irele(ip);
 	return error;
 }

@@ -738,6 +738,34 @@ int sx_log_force(struct sx_mount *mp)
 	return error;
 }
 
+/*
+ * Make the transactions up to commit sequence @seq durable, and with @data
+ * the file data written in place so far too.  Forces are shared: a caller
+ * whose transactions a force already covered, or covers while it waits for
+ * the force lock, writes and flushes nothing (group commit: the threads
+ * that wait behind one force are served by the next one, which takes
+ * everything queued).  The check without the lock is only for callers
+ * that need no data flush: a force clears l_data_dirty before its flush is
+ * done, so only its lock tells when that flush is over.
+ */
+int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
+{
+	struct sx_log *log = mp->m_log;
+	int error;
+
+	if (!data && sx_log_durable_seq(mp) >= seq)
+		return 0;
+	sx_mutex_lock(&log->l_force_lock);
+	if (sx_log_durable_seq(mp) < seq)
+		error = sx_log_force_locked(mp);
+	else if (!data)
+		error = 0;
+	else
+		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp);
+	sx_mutex_unlock(&log->l_force_lock);
+	return error;
+}
+
 /* The prev-CRC of the record at @lsn, which is the tail-to-be (log lock held). */
 static u32 sx_log_prev_crc_of(struct sx_log *log, u64 lsn)
 {

@@ -73,6 +73,14 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 int sx_log_force(struct sx_mount *mp);
 
 /**
+ * sx_log_force_seq() - make the transactions up to commit sequence @seq
+ * durable (see sx_log_commit()), and with @data the file data written in
+ * place so far; writes and flushes nothing that a force, done or in
+ * progress, already covers
+ */
+int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data);
+
+/**
  * sx_log_commit_seq() - how many transactions were queued so far: one
  * that committed before the call is durable once sx_log_durable_seq()
  * reaches the value returned

@@ -57,6 +57,11 @@ struct sx_mount {
 	struct sx_atomic m_refc_nlevels; /* refcount tree height, greatest seen (fsinfo.c) */
 	struct sx_refc_unshared *m_unshared; /* blocks unshared, maybe not durably (refcount.c) */
 	struct sx_host	m_host;		/* the swap core's host (swap_host.c) */
+	/*
+	 * The latest commit sequence of a transaction that changed more
+	 * inodes than it could remember: every fsync forces that far.
+	 */
+	struct sx_atomic64 m_inodes_lost_seq;
 };
 
 #endif /* SX_MOUNT_H */

@@ -286,8 +286,8 @@ int sx_refcount_unshare_barrier(struct sx_mount *mp, u64 bno, u64 len)
 	sx_mutex_unlock(&ru->ru_lock);
 	if (!wait)
 		return 0;
-	/* the force takes every transaction queued so far: @wait among them */
-	return sx_log_force(mp);
+	/* nothing if a force, done or running, took @wait already */
+	return sx_log_force_seq(mp, wait, false);
 }
 
 /* A record in host byte order. */

@@ -16,6 +16,7 @@
 #include "item.h"
 #include "refcount.h"
 #include "alloc.h"
+#include "inode.h"
 #include "mount.h"
 #include "dev.h"
 #include "log_cil.h"
@@ -567,6 +568,46 @@ out_free:
 	return error;
 }
 
+/* @tp changes @ip: remember it, once. */
+void sx_trans_note_inode(struct sx_trans *tp, struct sx_inode *ip)
+{
+	u32 i;
+
+	for (i = 0; i < tp->t_ninodes; i++)
+		if (tp->t_inodes[i] == ip->i_ino)
+			return;
+	if (tp->t_ninodes == SX_TRANS_INODES) {
+		tp->t_flags |= SX_TRANS_INODES_LOST;
+		return;
+	}
+	tp->t_inodes[tp->t_ninodes++] = ip->i_ino;
+}
+
+/*
+ * @tp reached the log as commit sequence @seq: the inodes it changed are
+ * durable once that is.  One that changed more inodes than it remembers
+ * makes every fsync wait for it.  Inodes are remembered by number and
+ * looked up now: one may have lost its last reference (and its in-core
+ * copy) before the commit, and a copy read again later starts from the
+ * commit count of the time it was read.
+ */
+static void sx_trans_stamp_inodes(struct sx_trans *tp, u64 seq)
+{
+	struct sx_atomic64 *lost = &tp->t_mp->m_inodes_lost_seq;
+	s64 old;
+	u32 i;
+
+	for (i = 0; i < tp->t_ninodes; i++)
+		sx_icache_committed(tp->t_mp, tp->t_inodes[i], seq);
+	if (!(tp->t_flags & SX_TRANS_INODES_LOST))
+		return;
+	do {
+		old = sx_atomic64_read(lost);
+		if ((u64)old >= seq)
+			return;
+	} while (sx_atomic64_cmpxchg(lost, old, (s64)seq) != old);
+}
+
 /*
  * Commit and free a transaction; held buffers go on @held if given.
  * *@queued says whether it reached the log: an error may come after that,
@@ -603,6 +644,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 			sx_refcount_unshared_commit(mp, tp->t_tid);
 		/* and before the allocator's: its frees are busy until @seq is durable */
 		sx_alloc_committed(tp, seq);
+		sx_trans_stamp_inodes(tp, seq);
 	} else {
 		sx_log_unreserve(mp, tp->t_res_blocks);
 	}
@@ -610,7 +652,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 	sx_trans_free_items(tp);
 	sx_free(tp);
 	if (sync)
-		error = sx_log_force(mp);
+		error = seq ? sx_log_force_seq(mp, seq, false) : sx_log_force(mp);
 	else
 		error = sx_log_cil_push(mp);
 	if (!error && sx_bcache_pressure(mp)) {
