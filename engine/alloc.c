@@ -18,6 +18,19 @@
  *
  * One allocating transaction per thread at a time: ownership is recognised by
  * the calling thread holding block 0's lock.
+ *
+ * Busy extents.  A block freed by a transaction whose record is not yet
+ * durable still belongs to its old owner after a crash.  Metadata may take
+ * it at once (it reaches the disk through the log, after the free), but
+ * file data written in place into it could show in the old owner after a
+ * crash.  So, as XFS does, each free is remembered as busy until the log
+ * has made its transaction durable, and allocations of data blocks
+ * (sx_alloc_data_extent()) step around busy blocks; only when nothing else
+ * is free do they force the log, once, and take them.  The busy lists
+ * belong to whoever holds block 0, like the rest of the owner state: the
+ * frees of the owner go on a_pend until it commits (sx_alloc_committed()
+ * stamps them with its commit sequence and moves them to a_busy), and a
+ * cancelled owner's are dropped by the next resync.
  */
 #include "util.h"
 #include "sb.h"
@@ -28,10 +41,15 @@
 #include "log.h"
 #include "inode.h"
 
+/* Blocks [b_bno, +b_len) were freed by a transaction that is durable once the log's is at b_seq. */
+struct sx_busy {
+	u64		b_bno;
+	u64		b_len;
+	u64		b_seq;
+};
+
 struct sx_alloc {
 	struct sx_mutex	a_lock;		/* a_free, a_total */
-	struct sx_atomic64 a_frees;	/* sx_free_extent() calls so far */
-	struct sx_atomic64 a_frees_durable; /* of those, the ones a log force covered */
 	u32		a_nblocks;	/* bitmap blocks */
 	u64		a_bits;		/* bits per bitmap block */
 	u32		*a_free;	/* free blocks per bitmap block */
@@ -44,6 +62,13 @@ struct sx_alloc {
 	u32		*a_list;	/* blocks joined since the last resync */
 	u8		*a_listed;	/* by index: on a_list */
 	u32		a_nlist;
+	/* busy extents (see the top of the file) */
+	struct sx_busy	*a_busy;	/* committed frees not yet durable: sorted, disjoint */
+	u32		a_nbusy;
+	u32		a_busy_cap;
+	struct sx_busy	*a_pend;	/* frees of a_owner, not committed (b_seq unused) */
+	u32		a_npend;
+	u32		a_pend_cap;
 };
 
 /* Where a bitmap block's bits begin. */
@@ -296,6 +321,8 @@ static int alloc_resync(struct sx_mount *mp, struct sx_alloc *a)
 	for (i = 0; i < a->a_nlist; i++)
 		a->a_joined[a->a_list[i]] = NULL;
 	a->a_owner = NULL;
+	/* frees it did not commit: it was cancelled, and they never happened */
+	a->a_npend = 0;
 
 	while (a->a_nlist > 0) {
 		idx = a->a_list[a->a_nlist - 1];
@@ -374,6 +401,187 @@ static int alloc_join(struct sx_trans *tp, struct sx_alloc *a, u32 idx,
 	return 0;
 }
 
+
+/* ---------------------------------------------------------------- busy extents */
+
+/* Make room for @need entries in *@v (of *@cap). */
+static int busy_grow(struct sx_busy **v, u32 *cap, u32 need)
+{
+	struct sx_busy *n;
+	u32 ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = sx_max(need, *cap ? *cap * 2 : 16u);
+	n = sx_alloc(sizeof(*n) * (size_t)ncap, SX_NOFS);
+	if (!n)
+		return -ENOMEM;
+	if (*cap)
+		memcpy(n, *v, sizeof(*n) * (size_t)*cap);
+	sx_free(*v);
+	*v = n;
+	*cap = ncap;
+	return 0;
+}
+
+/* Forget the busy extents whose frees are durable now (the owner's call). */
+static void busy_prune(struct sx_alloc *a, u64 durable)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < a->a_nbusy; i++)
+		if (a->a_busy[i].b_seq > durable)
+			a->a_busy[n++] = a->a_busy[i];
+	a->a_nbusy = n;
+}
+
+/* The first entry of a_busy that ends after @bno (a_nbusy if none). */
+static u32 busy_search(const struct sx_alloc *a, u64 bno)
+{
+	u32 lo = 0, hi = a->a_nbusy;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (a->a_busy[mid].b_bno + a->a_busy[mid].b_len > bno)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/*
+ * Add [@bno, +@len), durable at @seq, to a_busy.  Entries it overlaps or
+ * touches become one, durable at the latest of their sequences: a little
+ * waiting more for a list that stays short.  busy_reserve() made room.
+ */
+static void busy_insert(struct sx_alloc *a, u64 bno, u64 len, u64 seq)
+{
+	u64 start = bno, end = bno + len;
+	u32 i, j, k;
+
+	i = bno ? busy_search(a, bno - 1) : 0;	/* also the entry that ends at @bno */
+	for (j = i; j < a->a_nbusy && a->a_busy[j].b_bno <= end; j++) {
+		start = sx_min(start, a->a_busy[j].b_bno);
+		end = sx_max(end, a->a_busy[j].b_bno + a->a_busy[j].b_len);
+		seq = sx_max(seq, a->a_busy[j].b_seq);
+	}
+	if (j == i) {
+		VERIFY(a->a_nbusy < a->a_busy_cap);
+		for (k = a->a_nbusy; k > i; k--)
+			a->a_busy[k] = a->a_busy[k - 1];
+		a->a_nbusy++;
+	} else if (j > i + 1) {
+		for (k = 0; j + k < a->a_nbusy; k++)
+			a->a_busy[i + 1 + k] = a->a_busy[j + k];
+		a->a_nbusy -= j - i - 1;
+	}
+	a->a_busy[i].b_bno = start;
+	a->a_busy[i].b_len = end - start;
+	a->a_busy[i].b_seq = seq;
+}
+
+/*
+ * Room for one more free of the owner, now and when it commits (each
+ * pending free may become an entry of its own), so that the commit, which
+ * cannot fail, never allocates.  Durable entries go first, so the list
+ * grows only with frees that are not durable.
+ */
+static int busy_reserve(struct sx_mount *mp, struct sx_alloc *a)
+{
+	u32 need = a->a_nbusy + a->a_npend + 1;
+	int error;
+
+	if (need > a->a_busy_cap && a->a_nbusy) {
+		busy_prune(a, sx_log_durable_seq(mp));
+		need = a->a_nbusy + a->a_npend + 1;
+	}
+	error = busy_grow(&a->a_busy, &a->a_busy_cap, need);
+	if (!error)
+		error = busy_grow(&a->a_pend, &a->a_pend_cap, a->a_npend + 1);
+	return error;
+}
+
+/* The owner freed [@bno, +@len): busy from now on, at a sequence its commit will say. */
+static void busy_note_free(struct sx_alloc *a, u64 bno, u64 len)
+{
+	struct sx_busy *last = a->a_npend ? &a->a_pend[a->a_npend - 1] : NULL;
+
+	if (last && last->b_bno + last->b_len == bno) {
+		last->b_len += len;
+		return;
+	}
+	VERIFY(a->a_npend < a->a_pend_cap);
+	a->a_pend[a->a_npend].b_bno = bno;
+	a->a_pend[a->a_npend].b_len = len;
+	a->a_pend[a->a_npend].b_seq = 0;
+	a->a_npend++;
+}
+
+/*
+ * The first busy blocks that overlap [@pos, @end), committed or the
+ * owner's own: false if none, else [*@bs, *@be).
+ */
+static bool busy_find(const struct sx_alloc *a, u64 pos, u64 end, u64 *bs, u64 *be)
+{
+	u64 s = end, e = end;
+	u32 i;
+
+	i = busy_search(a, pos);
+	if (i < a->a_nbusy && a->a_busy[i].b_bno < end) {
+		s = a->a_busy[i].b_bno;
+		e = s + a->a_busy[i].b_len;
+	}
+	for (i = 0; i < a->a_npend; i++) {
+		const struct sx_busy *p = &a->a_pend[i];
+
+		if (p->b_bno < end && p->b_bno + p->b_len > pos && p->b_bno < s) {
+			s = p->b_bno;
+			e = s + p->b_len;
+		}
+	}
+	if (s >= end)
+		return false;
+	*bs = sx_max(s, pos);
+	*be = e;
+	return true;
+}
+
+/*
+ * @tp committed as the log's transaction @seq: its frees become busy until
+ * that is durable.  Called by trans.c while @tp still holds its buffers,
+ * so that no other owner has looked at the allocator in between.
+ */
+void sx_alloc_committed(struct sx_trans *tp, u64 seq)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_alloc *a = mp->m_alloc;
+	u32 i;
+
+	if (!a || !sx_mutex_is_held(&a->a_bm0->b_lock) || a->a_owner != tp)
+		return;
+	for (i = 0; i < a->a_npend; i++)
+		busy_insert(a, a->a_pend[i].b_bno, a->a_pend[i].b_len, seq);
+	a->a_npend = 0;
+}
+
+/* The busy blocks the allocator remembers now, committed ones only (for tests). */
+u64 sx_alloc_busy_blocks(struct sx_mount *mp)
+{
+	struct sx_alloc *a = mp->m_alloc;
+	u64 n = 0;
+	u32 i;
+
+	if (!a)
+		return 0;
+	sx_buf_lock(a->a_bm0);
+	for (i = 0; i < a->a_nbusy; i++)
+		n += a->a_busy[i].b_len;
+	sx_buf_unlock(a->a_bm0);
+	return n;
+}
+
 /*
  * Search state: a run of free blocks being followed, the best run seen, and
  * the unjoined buffer currently being read.
@@ -383,6 +591,7 @@ struct alloc_search {
 	struct sx_alloc	*as_a;
 	u32		as_minlen;
 	u32		as_maxlen;
+	bool		as_busy;	/* busy blocks count as in use */
 	bool		as_in_run;
 	u64		as_run_start;
 	u64		as_run_len;
@@ -413,6 +622,33 @@ static bool search_extend(struct alloc_search *s, u64 pos, u64 n)
 	}
 	s->as_run_len += n;
 	return s->as_run_len >= s->as_maxlen;
+}
+
+/*
+ * Free blocks [pos, pos + n) follow the run being followed: extend it as
+ * far as it needs, or, avoiding busy blocks, end it at each busy stretch and
+ * start again after it.  True once the run is long enough.
+ */
+static bool search_free(struct alloc_search *s, u64 pos, u64 n)
+{
+	u64 end = pos + n, bs, be, stop;
+
+	while (pos < end) {
+		bool busy = s->as_busy && busy_find(s->as_a, pos, end, &bs, &be);
+
+		stop = busy ? bs : end;
+		if (stop > pos) {
+			u64 want = s->as_maxlen - (s->as_in_run ? s->as_run_len : 0);
+
+			if (search_extend(s, pos, sx_min(stop - pos, want)))
+				return true;
+		}
+		if (!busy)
+			break;
+		search_end_run(s);
+		pos = sx_min(be, end);
+	}
+	return false;
 }
 
 /* The bits of block @idx for reading: the owner's joined copy or a cached read. */
@@ -468,9 +704,7 @@ static int search_range(struct alloc_search *s, u64 from, u64 to)
 			continue;
 		}
 		if (a->a_free[idx] == bm_navail(sb, a->a_bits, idx)) {
-			u64 want = s->as_maxlen - (s->as_in_run ? s->as_run_len : 0);
-
-			if (search_extend(s, pos, sx_min(bend - pos, want)))
+			if (search_free(s, pos, bend - pos))
 				return 1;
 			pos = bend;
 			continue;
@@ -495,7 +729,7 @@ static int search_range(struct alloc_search *s, u64 from, u64 to)
 			/* look no further than the run needs to be long enough */
 			limit = sx_min(end, off + (s->as_maxlen - s->as_run_len));
 			hit = bm_find(bits, off, limit, true);
-			if (search_extend(s, base + off, hit - off))
+			if (search_free(s, base + off, hit - off))
 				return 1;
 			if (hit < limit) {
 				search_end_run(s);
@@ -650,7 +884,8 @@ int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len)
 }
 
 /*
- * Allocate between @minlen and @maxlen contiguous blocks.
+ * Find between @minlen and @maxlen contiguous free blocks (stepping around
+ * busy ones if @busy) for the owner.
  *
  * Policy: walk free runs in block order from @hint (or sb_datastart when the
  * hint is 0 or outside the data area) to the end of the device, then from
@@ -658,17 +893,87 @@ int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len)
  * wins and its first @maxlen blocks are taken; failing that, the longest run
  * of at least @minlen (the first of equals) is taken whole.  A run that the
  * wrap point cuts is followed on past the hint in the second leg, so it is
- * measured whole.  @maxlen above sx_alloc_max_extent() is lowered to it;
- * @minlen above it is -EINVAL.
+ * measured whole.
  */
-int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
-		    u64 *bnop, u32 *lenp)
+static int alloc_search(struct sx_mount *mp, struct sx_alloc *a, u64 hint, u32 minlen,
+			u32 maxlen, bool busy, u64 *bnop, u64 *lenp)
+{
+	const struct sx_sb *sb = &mp->m_sb;
+	struct alloc_search s;
+	u64 start;
+	int error;
+
+	if (a->a_total < minlen)
+		return -ENOSPC;
+	start = hint;
+	if (start < sb->sb_datastart || start >= sb->sb_dblocks)
+		start = sb->sb_datastart;
+
+	memset(&s, 0, sizeof(s));
+	s.as_mp = mp;
+	s.as_a = a;
+	s.as_minlen = minlen;
+	s.as_maxlen = maxlen;
+	s.as_busy = busy;
+	error = search_range(&s, start, sb->sb_dblocks);
+	if (error == 0 && start > sb->sb_datastart)
+		error = search_range(&s, sb->sb_datastart,
+				     sx_min(start + maxlen, sb->sb_dblocks));
+	if (s.as_bp)
+		sx_buf_relse(s.as_bp);
+	if (error < 0)
+		return error;
+	if (error == 1) {
+		*bnop = s.as_run_start;
+		*lenp = maxlen;
+	} else if (s.as_best_len) {
+		*bnop = s.as_best_start;
+		*lenp = s.as_best_len;
+	} else {
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/*
+ * Search for data blocks: none busy.  If only busy blocks would do, make
+ * every committed free durable (one log force, up to the latest busy
+ * sequence) and search once more; blocks the owner itself freed stay busy
+ * whatever, since its own record cannot be forced before it commits.
+ */
+static int alloc_search_data(struct sx_mount *mp, struct sx_alloc *a, u64 hint, u32 minlen,
+			     u32 maxlen, u64 *bnop, u64 *lenp)
+{
+	u64 need = 0;
+	u32 i;
+	int error;
+
+	if (a->a_nbusy)
+		busy_prune(a, sx_log_durable_seq(mp));
+	error = alloc_search(mp, a, hint, minlen, maxlen, true, bnop, lenp);
+	if (error != -ENOSPC || !a->a_nbusy)
+		return error;
+	for (i = 0; i < a->a_nbusy; i++)
+		need = sx_max(need, a->a_busy[i].b_seq);
+	error = sx_log_force(mp);
+	if (error)
+		return error;
+	busy_prune(a, need);
+	return alloc_search(mp, a, hint, minlen, maxlen, true, bnop, lenp);
+}
+
+/*
+ * Allocate between @minlen and @maxlen contiguous blocks, as alloc_search()
+ * finds them, for metadata (@data false) or for file data.  @maxlen above
+ * sx_alloc_max_extent() is lowered to it; @minlen above it is -EINVAL.
+ */
+static int alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen, bool data,
+			u64 *bnop, u32 *lenp)
 {
 	struct sx_mount *mp = tp->t_mp;
 	struct sx_alloc *a = mp->m_alloc;
 	const struct sx_sb *sb = &mp->m_sb;
-	struct alloc_search s;
-	u64 start, bno, len;
+	u64 bno, len;
 	int error;
 
 	if (!a)
@@ -683,35 +988,12 @@ int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
 	error = alloc_own(tp, a);
 	if (error)
 		return error;
-	if (a->a_total < minlen)
-		return -ENOSPC;
-
-	start = hint;
-	if (start < sb->sb_datastart || start >= sb->sb_dblocks)
-		start = sb->sb_datastart;
-
-	memset(&s, 0, sizeof(s));
-	s.as_mp = mp;
-	s.as_a = a;
-	s.as_minlen = minlen;
-	s.as_maxlen = maxlen;
-	error = search_range(&s, start, sb->sb_dblocks);
-	if (error == 0 && start > sb->sb_datastart)
-		error = search_range(&s, sb->sb_datastart,
-				     sx_min(start + maxlen, sb->sb_dblocks));
-	if (s.as_bp)
-		sx_buf_relse(s.as_bp);
-	if (error < 0)
+	if (data)
+		error = alloc_search_data(mp, a, hint, minlen, maxlen, &bno, &len);
+	else
+		error = alloc_search(mp, a, hint, minlen, maxlen, false, &bno, &len);
+	if (error)
 		return error;
-	if (error == 1) {
-		bno = s.as_run_start;
-		len = maxlen;
-	} else if (s.as_best_len) {
-		bno = s.as_best_start;
-		len = s.as_best_len;
-	} else {
-		return -ENOSPC;
-	}
 
 	if (SX_IS_CORRUPT(mp, bno < sb->sb_datastart || len > sb->sb_dblocks - bno))
 		return -EFSCORRUPTED;
@@ -724,6 +1006,20 @@ int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
 	*bnop = bno;
 	*lenp = (u32)len;
 	return 0;
+}
+
+/* Blocks for metadata: busy ones are fine, the log orders them after their free. */
+int sx_alloc_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
+		    u64 *bnop, u32 *lenp)
+{
+	return alloc_extent(tp, hint, minlen, maxlen, false, bnop, lenp);
+}
+
+/* Blocks that data will be written into in place: never busy ones. */
+int sx_alloc_data_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
+			 u64 *bnop, u32 *lenp)
+{
+	return alloc_extent(tp, hint, minlen, maxlen, true, bnop, lenp);
 }
 
 /* Return [@bno, @bno + @len) to free space; every block must be in use. */
@@ -751,41 +1047,13 @@ int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len)
 	error = alloc_own(tp, a);
 	if (error)
 		return error;
-	error = alloc_change(tp, a, bno, len, false);
-	if (!error)
-		sx_atomic64_add_return(&a->a_frees, 1);
-	return error;
-}
-
-/*
- * Blocks freed by a transaction that is not yet durable may be allocated
- * at once.  That is safe for metadata (logged, written back only after the
- * log), but data written in place into such a block would survive a crash
- * that gives the block back to its old owner.  So force the log if any
- * blocks were freed since the last time this was done.  Call it holding
- * the allocation (after sx_alloc_extent() in the same transaction): frees
- * need bitmap block 0, so every free it must cover has committed.
- */
-int sx_alloc_reuse_barrier(struct sx_mount *mp)
-{
-	struct sx_alloc *a = mp->m_alloc;
-	s64 frees, durable;
-	int error;
-
-	if (!a)
-		return 0;
-	frees = sx_atomic64_read(&a->a_frees);
-	if (sx_atomic64_read(&a->a_frees_durable) >= frees)
-		return 0;
-	error = sx_log_force(mp);
+	error = busy_reserve(mp, a);
 	if (error)
 		return error;
-	do {
-		durable = sx_atomic64_read(&a->a_frees_durable);
-		if (durable >= frees)
-			break;
-	} while (sx_atomic64_cmpxchg(&a->a_frees_durable, durable, frees) != durable);
-	return 0;
+	error = alloc_change(tp, a, bno, len, false);
+	if (!error)
+		busy_note_free(a, bno, len);
+	return error;
 }
 
 /*
@@ -858,6 +1126,8 @@ void sx_alloc_destroy(struct sx_mount *mp)
 		return;
 	if (a->a_bm0)
 		sx_buf_rele(a->a_bm0);
+	sx_free(a->a_busy);
+	sx_free(a->a_pend);
 	sx_free(a->a_listed);
 	sx_free(a->a_list);
 	sx_free(a->a_joined);

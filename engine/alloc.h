@@ -51,12 +51,24 @@ int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len);
 int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len);
 
 /**
- * sx_alloc_reuse_barrier() - before data is written in place into blocks
- * just allocated: force the log if blocks were freed since the last
- * barrier, so that no free that handed those blocks over can be lost in a
- * crash after the data reached them (XFS keeps such extents busy instead)
+ * sx_alloc_data_extent() - sx_alloc_extent() for blocks that file data will
+ * be written into in place: never blocks freed by a transaction that is not
+ * yet durable (busy), or a crash could give them back to their old owner
+ * with the new data in them.  Only if nothing else fits does it force the
+ * log (once) and take them; blocks freed by @tp itself stay busy.
  */
-int sx_alloc_reuse_barrier(struct sx_mount *mp);
+int sx_alloc_data_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
+			 u64 *bnop, u32 *lenp);
+
+/**
+ * sx_alloc_committed() - @tp reached the log as its transaction @seq (the
+ * commit count sx_log_commit() returned): what it freed is busy until the
+ * log is durable that far.  Called before @tp releases its buffers.
+ */
+void sx_alloc_committed(struct sx_trans *tp, u64 seq);
+
+/** sx_alloc_busy_blocks() - committed frees still busy (for tests; not from an owner) */
+u64 sx_alloc_busy_blocks(struct sx_mount *mp);
 
 /** sx_alloc_free_blocks() - exact count of free blocks */
 u64 sx_alloc_free_blocks(struct sx_mount *mp);

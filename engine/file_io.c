@@ -16,18 +16,24 @@
  *  - Unwritten blocks (fallocate) read as zeroes; a write puts its data
  *    into them first and converts them to written in a transaction after.
  *  - A block freed by a transaction that is not yet durable is not written
- *    in place: sx_alloc_reuse_barrier() forces the log when blocks were
- *    freed since the last force, before data goes into new blocks (else a
- *    crash could give the block back to its old owner with our data in it).
- *    Every allocation of data blocks calls it right after the allocation
- *    (a write into a hole, fallocate, copy-on-write): no earlier, or a free
- *    committed in between would not be covered.
+ *    in place (else a crash could give the block back to its old owner
+ *    with our data in it): every allocation of blocks that data will go
+ *    into in place (a write into a hole, fallocate, copy-on-write) is
+ *    sx_alloc_data_extent(), which steps around such busy blocks and, only
+ *    when nothing else is free, forces the log once and takes them.  The
+ *    allocator learns of each free under the lock it allocates under, so
+ *    no free can slip between the check and the allocation.
  *  - Shared blocks are never written in place: sx_reflink_cow() gives the
  *    file its own copies first.  Nor are blocks whose other owners let go
  *    of them in a transaction that is not yet durable (a copy-on-write,
  *    punch or clone over them in the other file): a crash would give the
  *    block back to them with our data in it, so
  *    sx_refcount_unshare_barrier() forces the log first.
+ *  - fsync makes durable what the file's own transactions did: each one
+ *    that joins the inode's block stamps the in-core inode with its commit
+ *    sequence, and fsync forces the log that far and no further (or, if
+ *    that is durable, flushes only data written in place since the last
+ *    flush).  Every change of a file's data or mapping logs its inode.
  *  - A file's size changes in the transaction that maps the blocks a write
  *    extends it with, so a crash leaves a prefix of the write.  Blocks past
  *    EOF can outlive a crash (a truncate's chain of unmaps, a fallocate that
@@ -310,10 +316,7 @@ static int sx_io_write_hole(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8
 		if (prev.br_startblock != SX_HOLE)
 			hint = prev.br_startblock + (fb - prev.br_startoff);
 	}
-	error = sx_alloc_extent(tp, hint, 1, (u32)nb, &bno, &len);
-	if (error)
-		goto out_cancel;
-	error = sx_alloc_reuse_barrier(mp);
+	error = sx_alloc_data_extent(tp, hint, 1, (u32)nb, &bno, &len);
 	if (error)
 		goto out_cancel;
 	wend = sx_min(end, sx_io_bytes(io, fb + len));
@@ -408,7 +411,7 @@ static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 
 	error = sx_io_trans(io, sx_reflink_cow_res_bytes(mp, ip), 0, &tp);
 	if (error)
 		return error;
-	/* (the reuse barrier is sx_reflink_cow()'s, after each allocation) */
+	/* (sx_reflink_cow() allocates with sx_alloc_data_extent(): no busy blocks) */
 	error = sx_reflink_cow(&tp, ip, fb, nb, &n);
 	if (error) {
 		sx_io_cancel(io, tp);
@@ -923,11 +926,8 @@ static int sx_io_falloc_one(struct sx_io *io, u64 fb, u64 nb, u64 *lenp)
 		if (prev.br_startblock != SX_HOLE)
 			hint = prev.br_startblock + (fb - prev.br_startoff);
 	}
-	error = sx_alloc_extent(tp, hint, 1, (u32)nb, &bno, &len);
-	if (error)
-		goto out_cancel;
 	/* writes will put data into these blocks in place, with no allocation */
-	error = sx_alloc_reuse_barrier(mp);
+	error = sx_alloc_data_extent(tp, hint, 1, (u32)nb, &bno, &len);
 	if (error)
 		goto out_cancel;
 	map.br_startoff = fb;
@@ -1054,7 +1054,13 @@ out_unlock:
 	return error;
 }
 
-/* Make the file's data and metadata durable: data first, then the log. */
+/*
+ * Make the file's data and metadata durable: the log as far as the file's
+ * last change (a force flushes data written in place before any record),
+ * or, when that is durable already, only the data written in place since
+ * the last flush.  Changes of other files that came later are not waited
+ * for, and a force another thread runs meanwhile serves this call too.
+ */
 SX_API int sx_fsync(struct sx_mount *mp, int fd)
 {
 	struct sx_inode *ip;
@@ -1065,8 +1071,10 @@ SX_API int sx_fsync(struct sx_mount *mp, int fd)
 	error = sx_fd_get(mp, fd, &ip);
 	if (error)
 		return error;
-	/* the log force flushes data written in place before any record */
-	error = sx_sync(mp);
+	if (mp->m_flags & SX_MF_RDONLY)
+		error = 0;
+	else
+		error = sx_log_force_seq(mp, sx_inode_sync_seq(ip), true);
 	sx_irele(ip);
 	return error;
 }

@@ -36,6 +36,7 @@
  */
 #include "util.h"
 #include "inode.h"
+#include "log.h"
 #include "fsinfo.h"
 #include "fork.h"
 #include "buf.h"
@@ -244,6 +245,8 @@ static bool ino_tp_has(struct sx_trans *tp, u64 blkno);
 int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *ip,
 		     struct sx_buf **bpp)
 {
+	int error;
+
 	if (!tp)
 		return sx_buf_read(mp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
 	/*
@@ -254,7 +257,19 @@ int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *
 	 */
 	ASSERT(!ip->i_unlinked || ino_tp_has(tp, ip->i_ino) ||
 	       (!ino_tp_has(tp, mp->m_sb.sb_fsinfo) && !sx_alloc_owned(mp)));
-	return sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	error = sx_trans_read_buf(tp, ip->i_ino, &sx_inode_buf_ops, ip->i_ino, bpp);
+	if (!error)
+		sx_trans_note_inode(tp, ip);
+	return error;
+}
+
+
+/* How far the log must be durable for every change of @ip to be. */
+u64 sx_inode_sync_seq(struct sx_inode *ip)
+{
+	u64 seq = (u64)sx_atomic64_read(&ip->i_commit_seq);
+
+	return sx_max(seq, (u64)sx_atomic64_read(&ip->i_mp->m_inodes_lost_seq));
 }
 
 /* Write the core into the inode block and log the core's bytes. */
@@ -474,6 +489,37 @@ static struct sx_inode *ic_new_inode(struct sx_mount *mp, u64 ino)
 	return ip;
 }
 
+/*
+ * Remember in the in-core copy of @ino the latest commit sequence of a
+ * transaction that changed it.  Under RCU and without a reference: a copy
+ * being freed may be stamped too, harmlessly.  A copy read from the disk
+ * later starts from the commit count when it was read (ic_read_inode()).
+ */
+void sx_icache_committed(struct sx_mount *mp, u64 ino, u64 seq)
+{
+	struct sx_icache *ic = mp->m_icache;
+	struct sx_list *head, *pos;
+	s64 old;
+
+	if (!ic)
+		return;
+	head = ic_bucket(ic, ino);
+	sx_rcu_read_lock();
+	for (pos = sx_rcu_dereference(head->next); pos != head;
+	     pos = sx_rcu_dereference(pos->next)) {
+		struct sx_inode *ip = sx_list_entry(pos, struct sx_inode, i_hash);
+
+		if (ip->i_ino != ino)
+			continue;
+		do {
+			old = sx_atomic64_read(&ip->i_commit_seq);
+			if ((u64)old >= seq)
+				break;
+		} while (sx_atomic64_cmpxchg(&ip->i_commit_seq, old, (s64)seq) != old);
+	}
+	sx_rcu_read_unlock();
+}
+
 /* RCU lookup: a referenced live inode @ino, or NULL. */
 static struct sx_inode *ic_lookup_rcu(struct sx_icache *ic, u64 ino)
 {
@@ -582,6 +628,15 @@ static int ic_read_inode(struct sx_mount *mp, u64 ino, struct sx_inode **ipp)
 		return -ENOMEM;
 	}
 	ino_decode(ip, bp->b_data);
+	/*
+	 * Its changes are in the log up to now at most: a transaction that
+	 * joined the block stamped the copy it changed, which is gone, and
+	 * committed before it let go of the block we hold.  Until this copy
+	 * is cached nobody can change the inode (changes go through the
+	 * in-core copy), so none can slip in before its first stamp.
+	 */
+	if (mp->m_log)
+		sx_atomic64_set(&ip->i_commit_seq, (s64)sx_log_commit_seq(mp));
 	sx_buf_relse(bp);
 	if (ip->i_nlink == 0)
 		ip->i_unlinked = true;
@@ -870,6 +925,7 @@ int sx_inode_alloc(struct sx_trans *tp, u16 mode, u32 nlink, struct sx_inode **i
 	sx_mutex_lock(&ic->ic_lock);
 	ic_insert_locked(ic, ip);
 	sx_mutex_unlock(&ic->ic_lock);
+	sx_trans_note_inode(tp, ip);
 	*ipp = ip;
 	return 0;
 }

@@ -59,6 +59,8 @@ struct sx_inode {
 	struct sx_hinode i_hinode;		/* hi_host: the mount's m_host */
 	struct sx_inode	*i_swap_peer;		/* set by the swap holding the iolock */
 	bool		i_swap_ilocked;		/* that swap holds the ilock too */
+	/* commit sequence of the last transaction that changed it (trans.c) */
+	struct sx_atomic64 i_commit_seq;
 };
 
 /*
@@ -128,6 +130,18 @@ int sx_inode_alloc(struct sx_trans *tp, u16 mode, u32 nlink, struct sx_inode **i
 
 /** sx_inode_log() - write the in-core core fields into the inode block and log them */
 int sx_inode_log(struct sx_trans *tp, struct sx_inode *ip);
+
+/**
+ * sx_icache_committed() - a transaction that changed inode @ino reached the
+ * log as commit sequence @seq: tell its in-core copy, if there is one
+ */
+void sx_icache_committed(struct sx_mount *mp, u64 ino, u64 seq);
+
+/**
+ * sx_inode_sync_seq() - the log must be durable up to this commit sequence
+ * for every change of @ip so far to be (what its fsync forces)
+ */
+u64 sx_inode_sync_seq(struct sx_inode *ip);
 
 /** sx_inode_get_buf() - the inode's block, joined to @tp (or read-only if @tp is NULL) */
 int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *ip,

@@ -366,7 +366,7 @@ int sx_log_note_record(struct sx_mount *mp, u64 lsn, u32 prev_crc)
 /* Queue a formatted transaction for the next force. */
 int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		  struct sx_buf **bufs, u32 nbufs, const u64 *intents, u32 nintents,
-		  const u64 *dones, u32 ndones, u32 res_blocks)
+		  const u64 *dones, u32 ndones, u32 res_blocks, u64 *seqp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_log_intent **lis = NULL;
@@ -425,7 +425,7 @@ int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 	ASSERT(log->l_grant >= res_blocks);
 	log->l_grant -= res_blocks;
 	log->l_stats.ls_trans++;
-	log->l_commit_seq++;
+	*seqp = ++log->l_commit_seq;
 	sx_cond_broadcast(&log->l_space);
 	sx_mutex_unlock(&log->l_lock);
 	sx_free(spare);
@@ -808,6 +808,34 @@ int sx_log_force(struct sx_mount *mp)
 
 	sx_mutex_lock(&log->l_force_lock);
 	error = sx_log_force_locked(mp);
+	sx_mutex_unlock(&log->l_force_lock);
+	return error;
+}
+
+/*
+ * Make the transactions up to commit sequence @seq durable, and with @data
+ * the file data written in place so far too.  Forces are shared: a caller
+ * whose transactions a force already covered, or covers while it waits for
+ * the force lock, writes and flushes nothing (group commit: the threads
+ * that wait behind one force are served by the next one, which takes
+ * everything queued).  The check without the lock is only for callers
+ * that need no data flush: a force clears l_data_dirty before its flush is
+ * done, so only its lock tells when that flush is over.
+ */
+int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
+{
+	struct sx_log *log = mp->m_log;
+	int error;
+
+	if (!data && sx_log_durable_seq(mp) >= seq)
+		return 0;
+	sx_mutex_lock(&log->l_force_lock);
+	if (sx_log_durable_seq(mp) < seq)
+		error = sx_log_force_locked(mp);
+	else if (!data)
+		error = 0;
+	else
+		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp, false);
 	sx_mutex_unlock(&log->l_force_lock);
 	return error;
 }

@@ -64,15 +64,25 @@ u32 sx_log_max_trans_bytes(const struct sx_mount *mp);
  * @ops: @len bytes of whole ops (ownership passes to the log)
  * @bufs: the @nbufs buffers it changed; each gains a pin and a reference
  * @intents: ids of the intents it logs; @dones: ids the done items finish
+ * @seqp: set to its commit sequence: it is durable once sx_log_durable_seq()
+ *	reaches that
  *
  * Return: 0, or -EIO after shutdown (nothing was queued; @ops is freed).
  */
 int sx_log_commit(struct sx_mount *mp, u64 tid, void *ops, u32 len, u32 nops,
 		  struct sx_buf **bufs, u32 nbufs, const u64 *intents, u32 nintents,
-		  const u64 *dones, u32 ndones, u32 res_blocks);
+		  const u64 *dones, u32 ndones, u32 res_blocks, u64 *seqp);
 
 /** sx_log_force() - make every queued transaction durable */
 int sx_log_force(struct sx_mount *mp);
+
+/**
+ * sx_log_force_seq() - make the transactions up to commit sequence @seq
+ * durable (see sx_log_commit()), and with @data the file data written in
+ * place so far; writes and flushes nothing that a force, done or in
+ * progress, already covers
+ */
+int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data);
 
 /**
  * sx_log_commit_seq() - how many transactions were queued so far: one

@@ -223,6 +223,32 @@ static void sx_cil_queue_item(struct sx_log *log, struct sx_cil_trans *ct, u32 i
  * a new one is needed; @lis holds one preallocated intent record per intent
  * op.  Nothing here can fail: every allocation was made before the lock.
  */
+/*
+ * Transaction ids are handed out when transactions start, and threads
+ * commit in any order, but a record's ids must not go backwards (recovery
+ * refuses such a record as malformed).  A transaction whose id is below
+ * the last one queued gets a new id, above every id handed out so far,
+ * in each of its ops: in the log, ids follow the commit order.  (Nothing
+ * else knows a transaction by the id the log shows: recovery only checks
+ * their order and takes the largest for the next mount.)
+ */
+static void sx_cil_order_tid(struct sx_log *log, struct sx_cil_trans *ct)
+{
+	struct sx_dlog_op *op;
+	u32 i;
+
+	if (ct->ct_tid >= log->l_cil_last_tid) {
+		log->l_cil_last_tid = ct->ct_tid;
+		return;
+	}
+	ct->ct_tid = log->l_next_tid++;
+	log->l_cil_last_tid = ct->ct_tid;
+	for (i = 0; i < ct->ct_nops; i++) {
+		op = (struct sx_dlog_op *)((u8 *)ct->ct_ops + ct->ct_opv[i].co_off);
+		op->lo_tid = cpu_to_le64(ct->ct_tid);
+	}
+}
+
 void sx_cil_insert(struct sx_mount *mp, struct sx_cil_trans *ct, struct sx_cil_group **spare,
 		   struct sx_log_intent **lis)
 {
@@ -231,6 +257,7 @@ void sx_cil_insert(struct sx_mount *mp, struct sx_cil_trans *ct, struct sx_cil_g
 	u32 i, k = 0;
 
 	ASSERT(sx_mutex_is_held(&log->l_lock));
+	sx_cil_order_tid(log, ct);
 	g = sx_cil_open_group(log, ct, spare);
 	ct->ct_group = g;
 	sx_list_add_tail(&ct->ct_list, &g->g_trans);

@@ -39,7 +39,8 @@
  *    costs one flush, the same as the data flush a force would pay without
  *    manifests.
  *  - A block freed by a transaction that is not durable gets no new data
- *    (sx_alloc_reuse_barrier(), or busy extents in its place): so a block
+ *    (busy extents, alloc.c; metadata written back only after its
+ *    records): so a block
  *    of F's manifest is written fresh again only after a later force wrote
  *    the free, when F is no longer the last force.  The checks above still
  *    cover every write, fresh or not.

@@ -143,6 +143,7 @@ struct sx_log {
 	u64		l_cil_mem;	/* bytes of ops queued, dropped ones included */
 	u64		l_cil_mem_max;	/* ... or once they pass this */
 	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
+	u64		l_cil_last_tid;	/* the largest id the queue has given the log */
 	u64		l_commit_seq;	/* transactions queued so far */
 	u64		l_durable_seq;	/* of those, how many a force made durable */
 	struct sx_list	l_intents;

@@ -58,6 +58,11 @@ struct sx_mount {
 	struct sx_refc_unshared *m_unshared; /* blocks unshared, maybe not durably (refcount.c) */
 	struct sx_host	m_host;		/* the swap core's host (swap_host.c) */
 	u32		m_swap_direct_res; /* log bytes a direct swap step adds (swap_host.c) */
+	/*
+	 * The latest commit sequence of a transaction that changed more
+	 * inodes than it could remember: every fsync forces that far.
+	 */
+	struct sx_atomic64 m_inodes_lost_seq;
 };
 
 #endif /* SX_MOUNT_H */

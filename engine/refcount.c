@@ -51,8 +51,16 @@
  * transaction that was cancelled; and a barrier, which comes after
  * sx_refcount_find_shared() took the block and saw its blocks with one
  * owner, finds the extents that concern them stamped.
+ *
+ * The list grows, up to SX_UNSHARED_MAX extents, before it folds: a fold
+ * widens what waits to everything between the extents, blocks that are
+ * free or newly allocated included, and since fsync no longer forces
+ * every transaction, the extents of, say, an update's clone being freed
+ * outlive the fsync, and a fold would make the next update's write into a
+ * new block wait for them.
  */
-#define SX_UNSHARED_MAX		32
+#define SX_UNSHARED_MIN		32
+#define SX_UNSHARED_MAX		4096
 
 struct sx_unshared_ext {
 	u64	ue_bno;
@@ -65,7 +73,9 @@ struct sx_refc_unshared {
 	struct sx_mutex		ru_lock;
 	struct sx_atomic	ru_count;	/* ru_n, for a look without the lock */
 	u32			ru_n;
-	struct sx_unshared_ext	ru_ext[SX_UNSHARED_MAX];
+	u32			ru_cap;		/* entries of ru_ext */
+	u32			ru_max;		/* ru_cap grows up to this */
+	struct sx_unshared_ext	*ru_ext;
 };
 
 int sx_refcount_unshared_init(struct sx_mount *mp)
@@ -74,6 +84,13 @@ int sx_refcount_unshared_init(struct sx_mount *mp)
 
 	if (!ru)
 		return -ENOMEM;
+	ru->ru_ext = sx_alloc(sizeof(*ru->ru_ext) * SX_UNSHARED_MIN, 0);
+	if (!ru->ru_ext) {
+		sx_free(ru);
+		return -ENOMEM;
+	}
+	ru->ru_cap = SX_UNSHARED_MIN;
+	ru->ru_max = SX_UNSHARED_MAX;
 	sx_mutex_init(&ru->ru_lock);
 	mp->m_unshared = ru;
 	return 0;
@@ -86,6 +103,7 @@ void sx_refcount_unshared_destroy(struct sx_mount *mp)
 	if (!ru)
 		return;
 	sx_mutex_destroy(&ru->ru_lock);
+	sx_free(ru->ru_ext);
 	sx_free(ru);
 	mp->m_unshared = NULL;
 }
@@ -107,11 +125,30 @@ static void sx_unshared_fold(struct sx_unshared_ext *to, const struct sx_unshare
 	to->ue_seq = sx_max(to->ue_seq, e->ue_seq);
 }
 
+/* Double the room for extents, up to ru_max (lock held); false if it cannot. */
+static bool sx_unshared_grow(struct sx_refc_unshared *ru)
+{
+	struct sx_unshared_ext *n;
+	u32 cap = ru->ru_cap * 2;
+
+	if (cap > ru->ru_max)
+		return false;
+	n = sx_alloc(sizeof(*n) * cap, SX_NOFS);
+	if (!n)
+		return false;
+	memcpy(n, ru->ru_ext, sizeof(*n) * ru->ru_n);
+	sx_free(ru->ru_ext);
+	ru->ru_ext = n;
+	ru->ru_cap = cap;
+	return true;
+}
+
 /*
  * Make room for an extent of transaction @tid, which holds the fsinfo
  * block (lock held): forget what is durable and what cancelled
- * transactions left; if that is not enough, fold the stamped extents into
- * one and @tid's into another.  Folding only ever widens what waits.
+ * transactions left; if that is not enough, grow the list; if it cannot,
+ * fold the stamped extents into one and @tid's into another.  Folding only
+ * ever widens what waits.
  */
 static void sx_unshared_make_room(struct sx_mount *mp, struct sx_refc_unshared *ru, u64 tid)
 {
@@ -129,7 +166,7 @@ static void sx_unshared_make_room(struct sx_mount *mp, struct sx_refc_unshared *
 		else
 			i++;
 	}
-	if (ru->ru_n < SX_UNSHARED_MAX)
+	if (ru->ru_n < ru->ru_cap || sx_unshared_grow(ru))
 		return;
 	for (i = 0; i < ru->ru_n; i++) {
 		struct sx_unshared_ext *e = &ru->ru_ext[i];
@@ -155,6 +192,18 @@ static void sx_unshared_make_room(struct sx_mount *mp, struct sx_refc_unshared *
 		ru->ru_ext[ru->ru_n++] = mine;
 }
 
+/* For tests: let the list grow to @max extents at most (never below what it has room for). */
+void sx_refcount_unshared_limit(struct sx_mount *mp, u32 max)
+{
+	struct sx_refc_unshared *ru = mp->m_unshared;
+
+	if (!ru)
+		return;
+	sx_mutex_lock(&ru->ru_lock);
+	ru->ru_max = max;
+	sx_mutex_unlock(&ru->ru_lock);
+}
+
 /* [@bno, +@len) was left with one owner by @tp, which holds the fsinfo block. */
 static void sx_unshared_add(struct sx_trans *tp, u64 bno, u64 len)
 {
@@ -178,7 +227,7 @@ static void sx_unshared_add(struct sx_trans *tp, u64 bno, u64 len)
 			goto out;
 		}
 	}
-	if (ru->ru_n == SX_UNSHARED_MAX)
+	if (ru->ru_n == ru->ru_cap)
 		sx_unshared_make_room(tp->t_mp, ru, tp->t_tid);
 	e = &ru->ru_ext[ru->ru_n++];
 	e->ue_bno = bno;
@@ -237,8 +286,8 @@ int sx_refcount_unshare_barrier(struct sx_mount *mp, u64 bno, u64 len)
 	sx_mutex_unlock(&ru->ru_lock);
 	if (!wait)
 		return 0;
-	/* the force takes every transaction queued so far: @wait among them */
-	return sx_log_force(mp);
+	/* nothing if a force, done or running, took @wait already */
+	return sx_log_force_seq(mp, wait, false);
 }
 
 /* A record in host byte order. */

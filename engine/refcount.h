@@ -72,4 +72,11 @@ void sx_refcount_unshared_commit(struct sx_mount *mp, u64 tid);
  */
 int sx_refcount_unshare_barrier(struct sx_mount *mp, u64 bno, u64 len);
 
+/**
+ * sx_refcount_unshared_limit() - for tests: the record of blocks left with
+ * one owner grows to @max extents at most before it folds them (the mount
+ * starts with room for 32 and never goes below that)
+ */
+void sx_refcount_unshared_limit(struct sx_mount *mp, u32 max);
+
 #endif /* SX_REFCOUNT_H */

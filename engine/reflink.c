@@ -412,16 +412,12 @@ static int sx_reflink_cow_piece(struct sx_trans **tpp, struct sx_inode *ip,
 	int error;
 
 	n = sx_min(n, (u64)sx_alloc_max_extent(mp));
-	error = sx_alloc_extent(*tpp, obno, 1, (u32)n, &nbno, &nlen);
-	if (error)
-		return error;
 	/*
 	 * Data goes into the new blocks in place (the copy now, or the
-	 * caller's write into an unwritten piece): their free must be
-	 * durable first.  Only now, holding the allocation, is every free
-	 * that could have handed them to us committed and counted.
+	 * caller's write into an unwritten piece): no block whose free is
+	 * not yet durable.
 	 */
-	error = sx_alloc_reuse_barrier(mp);
+	error = sx_alloc_data_extent(*tpp, obno, 1, (u32)n, &nbno, &nlen);
 	if (error)
 		return error;
 	if (got->br_state != SX_BMAP_UNWRITTEN) {

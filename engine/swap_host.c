@@ -425,8 +425,11 @@ static int sx_shost_trans_roll(struct sx_htrans **tpp)
  * place: once the files are unlocked, a write into a block the swap moved
  * could reach the disk while the swap has not, and after a crash it would
  * show in the file that held the block before, which may have been synced
- * and not changed since.  Blocks that are freed wait for their commit
- * before reuse; blocks that change owner wait for this force.
+ * and not changed since.  Blocks that are freed stay busy until their
+ * commit is durable (alloc.c); blocks that change owner wait for this
+ * force.  Only the swap's own transactions must be durable: the commit
+ * count read after its last commit covers them, and a force that another
+ * thread runs meanwhile serves it too.
  */
 static int sx_shost_trans_commit(struct sx_htrans *htp)
 {
@@ -437,7 +440,7 @@ static int sx_shost_trans_commit(struct sx_htrans *htp)
 	error = sx_trans_commit(tp);
 	if (error)
 		return error;
-	return sx_log_force(mp);
+	return sx_log_force_seq(mp, sx_log_commit_seq(mp), false);
 }
 
 /*

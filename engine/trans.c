@@ -15,6 +15,8 @@
 #include "log.h"
 #include "item.h"
 #include "refcount.h"
+#include "alloc.h"
+#include "inode.h"
 #include "mount.h"
 #include "dev.h"
 #include "log_cil.h"
@@ -508,7 +510,7 @@ void sx_trans_cancel(struct sx_trans *tp)
  * Format and queue the transaction; the joined buffers stay attached.  The
  * caller releases them.
  */
-static int sx_trans_queue(struct sx_trans *tp)
+static int sx_trans_queue(struct sx_trans *tp, u64 *seqp)
 {
 	struct sx_mount *mp = tp->t_mp;
 	struct sx_buf **bufs = NULL;
@@ -567,7 +569,7 @@ static int sx_trans_queue(struct sx_trans *tp)
 	VERIFY((u32)(p - ops) <= tp->t_bytes);
 
 	error = sx_log_commit(mp, tp->t_tid, ops, (u32)(p - ops), nops, bufs, nbufs,
-			      ids, nintents, ids + nintents, ndones, tp->t_res_blocks);
+			      ids, nintents, ids + nintents, ndones, tp->t_res_blocks, seqp);
 	ops = NULL;		/* the log owns it now, even on error */
 	tp->t_res_blocks = 0;	/* so is the reservation */
 	/* a committed binval leaves the cached copy stale */
@@ -576,6 +578,46 @@ out_free:
 	sx_free(bufs);
 	sx_free(ids);
 	return error;
+}
+
+/* @tp changes @ip: remember it, once. */
+void sx_trans_note_inode(struct sx_trans *tp, struct sx_inode *ip)
+{
+	u32 i;
+
+	for (i = 0; i < tp->t_ninodes; i++)
+		if (tp->t_inodes[i] == ip->i_ino)
+			return;
+	if (tp->t_ninodes == SX_TRANS_INODES) {
+		tp->t_flags |= SX_TRANS_INODES_LOST;
+		return;
+	}
+	tp->t_inodes[tp->t_ninodes++] = ip->i_ino;
+}
+
+/*
+ * @tp reached the log as commit sequence @seq: the inodes it changed are
+ * durable once that is.  One that changed more inodes than it remembers
+ * makes every fsync wait for it.  Inodes are remembered by number and
+ * looked up now: one may have lost its last reference (and its in-core
+ * copy) before the commit, and a copy read again later starts from the
+ * commit count of the time it was read.
+ */
+static void sx_trans_stamp_inodes(struct sx_trans *tp, u64 seq)
+{
+	struct sx_atomic64 *lost = &tp->t_mp->m_inodes_lost_seq;
+	s64 old;
+	u32 i;
+
+	for (i = 0; i < tp->t_ninodes; i++)
+		sx_icache_committed(tp->t_mp, tp->t_inodes[i], seq);
+	if (!(tp->t_flags & SX_TRANS_INODES_LOST))
+		return;
+	do {
+		old = sx_atomic64_read(lost);
+		if ((u64)old >= seq)
+			return;
+	} while (sx_atomic64_cmpxchg(lost, old, (s64)seq) != old);
 }
 
 /*
@@ -587,6 +629,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 {
 	struct sx_mount *mp = tp->t_mp;
 	bool sync = tp->t_flags & SX_TRANS_SYNC;
+	u64 seq = 0;
 	int error = 0;
 
 	*queued = false;
@@ -598,7 +641,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 		error = sx_fault("trans_commit");
 		if (error)
 			goto out_cancel;
-		error = sx_trans_queue(tp);
+		error = sx_trans_queue(tp, &seq);
 		if (error) {
 			/*
 			 * Nothing was queued: the in-memory state can no
@@ -611,6 +654,9 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 		/* before the refcount tree's lock goes with the buffers */
 		if (tp->t_flags & SX_TRANS_UNSHARED)
 			sx_refcount_unshared_commit(mp, tp->t_tid);
+		/* and before the allocator's: its frees are busy until @seq is durable */
+		sx_alloc_committed(tp, seq);
+		sx_trans_stamp_inodes(tp, seq);
 	} else {
 		sx_log_unreserve(mp, tp->t_res_blocks);
 	}
@@ -618,7 +664,7 @@ static int sx_trans_commit_held(struct sx_trans *tp, struct sx_list *held, bool 
 	sx_trans_free_items(tp);
 	sx_free(tp);
 	if (sync)
-		error = sx_log_force(mp);
+		error = seq ? sx_log_force_seq(mp, seq, false) : sx_log_force(mp);
 	else
 		error = sx_log_cil_push(mp);
 	if (!error && sx_bcache_pressure(mp)) {

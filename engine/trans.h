@@ -16,6 +16,7 @@
 
 struct sx_buf;
 struct sx_buf_ops;
+struct sx_inode;
 
 enum {
 	SX_TRANS_SYNC	= (1u << 0),	/* force the log at commit */
@@ -23,10 +24,14 @@ enum {
 	SX_TRANS_UNSHARED = (1u << 2),	/* left blocks with one owner (refcount.c) */
 	SX_TRANS_KEEP_CLEAN = (1u << 3),	/* sx_trans_brelse() keeps the buffer
 					 * joined until the commit */
+	SX_TRANS_INODES_LOST = (1u << 4), /* joined more inodes than t_inodes holds */
 };
 
 /* Buckets of a transaction's hash of joined buffers. */
 #define SX_TRANS_BHASH	64
+
+/* Inodes a transaction remembers, so that their fsync knows how far to force. */
+#define SX_TRANS_INODES	4
 
 struct sx_trans_item {
 	struct sx_list	ti_list;
@@ -47,6 +52,8 @@ struct sx_trans {
 	struct sx_list	t_dfops;	/* queued deferred work (defer.c) */
 	struct sx_list	t_bhash[SX_TRANS_BHASH]; /* t_bufs by block number
 						  * modulo SX_TRANS_BHASH */
+	u64		t_inodes[SX_TRANS_INODES]; /* numbers of the inodes whose blocks it joined */
+	u32		t_ninodes;
 };
 
 /**
@@ -134,5 +141,11 @@ void sx_trans_cancel(struct sx_trans *tp);
 u32 sx_trans_op_bytes(u32 payload);
 /** sx_trans_buf_bytes() - worst-case log bytes for logging a whole block */
 u32 sx_trans_buf_bytes(const struct sx_mount *mp);
+
+/**
+ * sx_trans_note_inode() - @tp changes @ip (joins its block): at commit @ip
+ * learns the transaction's commit sequence, which its fsync forces up to
+ */
+void sx_trans_note_inode(struct sx_trans *tp, struct sx_inode *ip);
 
 #endif /* SX_TRANS_H */

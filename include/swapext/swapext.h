@@ -311,7 +311,12 @@ SX_API int sx_truncate(struct sx_mount *mp, int fd, uint64_t size);
 SX_API int sx_fallocate(struct sx_mount *mp, int fd, uint64_t off, uint64_t len);
 /** sx_punch() - free the blocks of [@off, +@len) (block-aligned part; the rest zeroed) */
 SX_API int sx_punch(struct sx_mount *mp, int fd, uint64_t off, uint64_t len);
-/** sx_fsync() - make the file's data and metadata durable */
+/**
+ * sx_fsync() - make the file's data and metadata durable: the log up to the
+ * file's own last change (not other files' later ones), and data written in
+ * place; a force another thread runs meanwhile serves it too.  Creating,
+ * linking and renaming a file change it as well, so they are covered.
+ */
 SX_API int sx_fsync(struct sx_mount *mp, int fd);
 /** sx_fstat() - describe an open file */
 SX_API int sx_fstat(struct sx_mount *mp, int fd, struct sx_stat *st);

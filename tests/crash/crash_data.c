@@ -22,6 +22,13 @@
  * every write and flush (once and forever) and at a sample of reads: each
  * gives a clean error, and the image, remounted, passes the same checks.
  *
+ * A second, small workload frees blocks and writes data into new blocks
+ * right after, on a filesystem with room to spare and on one so full that
+ * the only free blocks are the ones just freed: cut at every write, the
+ * file that gave the blocks up never shows the new data (the allocator
+ * keeps such blocks busy until their free is durable, and takes them only
+ * after forcing the log).
+ *
  * The normal level runs seed 1 and the seeds that once failed;
  * SX_CRASH_LEVEL=quick runs seed 1 alone and samples every 4th write; long
  * adds seeds.
@@ -482,6 +489,188 @@ static void io_error_at(struct run *r, enum sx_io_kind kind, u64 nth, bool forev
 	sx_bdev_destroy(img);
 }
 
+
+/* ---------------------------------------------------------------- reuse */
+
+#define REUSE_IMG	(2ull << 20)
+#define REUSE_OLD	0x11	/* the old file's bytes */
+#define REUSE_NEW	0x22	/* written into the new file */
+#define REUSE_FALLOC	0x33	/* written into its fallocated range */
+
+/* The reuse workload on one image: how full it is, what it did. */
+struct reuse {
+	struct sx_bdev	*pristine;
+	u32		free_left;	/* blocks free besides what the punches free */
+	u32		old_size;
+	int		error;
+	const char	*name;
+};
+
+static u8 reuse_buf[64 * BSIZE];
+
+/* "old" fills the image up to @free_left free blocks; "new" is empty. */
+static void reuse_setup(struct reuse *ru)
+{
+	struct sx_mount *mp;
+	u64 off = 0, nfree;
+	int fd;
+
+	ru->pristine = sxt_memfs(REUSE_IMG, BSIZE, 1024);
+	mp = sxt_mount(ru->pristine);
+	VERIFY(sx_create(mp, "new", 0644, &fd) == 0);
+	VERIFY(sx_close(mp, fd) == 0);
+	VERIFY(sx_create(mp, "old", 0644, &fd) == 0);
+	memset(reuse_buf, REUSE_OLD, sizeof(reuse_buf));
+	for (;;) {
+		u64 n;
+
+		nfree = sx_alloc_free_blocks(mp);
+		/* a block or two may go to the map as it grows: stop short */
+		if (nfree <= ru->free_left + 4)
+			break;
+		n = sx_min((u64)ARRAY_SIZE(reuse_buf) / BSIZE, nfree - ru->free_left - 4);
+		VERIFY(sx_pwrite(mp, fd, reuse_buf, n * BSIZE, off) == (s64)(n * BSIZE));
+		off += n * BSIZE;
+	}
+	ru->old_size = (u32)off;
+	VERIFY(sx_close(mp, fd) == 0);
+	VERIFY(sx_unmount(mp) == 0);
+	mp = sxt_mount(ru->pristine);
+	ru->free_left = (u32)sx_alloc_free_blocks(mp);
+	VERIFY(sx_unmount(mp) == 0);
+}
+
+/*
+ * Punch 40 blocks out of "old", then write 32 blocks into "new" (more
+ * than were free before the punch); punch 24 more, fallocate 16 blocks of
+ * "new" and write into them; fsync "new"; unmount.
+ */
+static void reuse_workload(struct sx_bdev *bd, struct reuse *ru)
+{
+	struct sx_mount *mp;
+	int fo = -1, fn = -1, error;
+
+	error = sx_mount(bd, NULL, &mp);
+	if (error) {
+		ru->error = error;
+		return;
+	}
+	error = sx_open(mp, "old", &fo);
+	if (!error)
+		error = sx_open(mp, "new", &fn);
+	if (!error)
+		error = sx_punch(mp, fo, 8 * BSIZE, 40 * BSIZE);
+	if (!error) {
+		memset(reuse_buf, REUSE_NEW, 32 * BSIZE);
+		error = sx_pwrite(mp, fn, reuse_buf, 32 * BSIZE, 0) == 32 * BSIZE ? 0 : -EIO;
+	}
+	if (!error)
+		error = sx_punch(mp, fo, 64 * BSIZE, 24 * BSIZE);
+	if (!error)
+		error = sx_fallocate(mp, fn, 32 * BSIZE, 16 * BSIZE);
+	if (!error) {
+		memset(reuse_buf, REUSE_FALLOC, 16 * BSIZE);
+		error = sx_pwrite(mp, fn, reuse_buf, 16 * BSIZE, 32 * BSIZE) == 16 * BSIZE ?
+			0 : -EIO;
+	}
+	if (!error)
+		error = sx_fsync(mp, fn);
+	if (!error)
+		error = sx_unmount(mp);
+	else
+		sx_unmount(mp);
+	ru->error = error;
+}
+
+/* "old" holds its own bytes or zeroes (punched), "new" its own or zeroes. */
+static int reuse_ok(struct sx_mount *mp, const void *arg, const char *what)
+{
+	const struct reuse *ru = arg;
+	static u8 data[REUSE_IMG];
+	struct sx_stat st;
+	const char *name[2] = { "old", "new" };
+	int f, fd, error;
+	u64 i;
+	s64 n;
+
+	for (f = 0; f < 2; f++) {
+		error = sx_open(mp, name[f], &fd);
+		SXC_CHECK(error == 0, "%s: open %s: %s", what, name[f], sx_strerror(error));
+		error = sx_fstat(mp, fd, &st);
+		SXC_CHECK(error == 0 && st.st_size <= sizeof(data), "%s: stat %s", what, name[f]);
+		SXC_CHECK(f == 1 || st.st_size == ru->old_size, "%s: old is %llu bytes, not %u",
+			  what, (unsigned long long)st.st_size, ru->old_size);
+		n = sx_pread(mp, fd, data, st.st_size, 0);
+		sx_close(mp, fd);
+		SXC_CHECK(n == (s64)st.st_size, "%s: reading %s: %lld", what, name[f], (long long)n);
+		for (i = 0; i < st.st_size; i++) {
+			u8 b = data[i];
+
+			if (f == 0)
+				SXC_CHECK(b == REUSE_OLD || (b == 0 && i >= 8 * BSIZE),
+					  "%s: old holds %#x at %llu: another file's data in a block it still maps",
+					  what, b, (unsigned long long)i);
+			else
+				SXC_CHECK(b == 0 || b == (i < 32 * BSIZE ? REUSE_NEW : REUSE_FALLOC),
+					  "%s: new holds %#x at %llu", what, b, (unsigned long long)i);
+		}
+	}
+	return 0;
+}
+
+static int reuse_cut(void *arg, u64 w, enum sx_crash_mode mode)
+{
+	struct reuse *ru = arg;
+	struct sx_bdev *img = sxt_bdev_copy(ru->pristine);
+	struct sx_bdev *cbd = sxc_cut_dev(img, 31 * w + 7, w, mode, NULL);
+	char what[80];
+	int ret = -1;
+
+	reuse_workload(cbd, ru);
+	sx_bdev_destroy(cbd);
+	snprintf(what, sizeof(what), "reuse (%s) write %llu %s", ru->name,
+		 (unsigned long long)w, sxf_mode_name(mode));
+	if (ru->error == 0)
+		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
+	else
+		ret = sxc_recover_verify(img, 0, reuse_ok, ru, what);
+	sx_bdev_destroy(img);
+	return ret;
+}
+
+/* The reuse workload, with @free_left blocks free besides the punched ones. */
+static u64 reuse_run(const char *name, u32 free_left, u64 step)
+{
+	struct reuse ru = { .free_left = free_left, .name = name };
+	struct sxc_cuts cuts = { .step = step, .per_point = 3 };
+	struct sx_bdev *img, *cbd;
+	struct sx_crashdev *cd;
+	struct sx_crashdev_stats st;
+	u64 points;
+
+	reuse_setup(&ru);
+	img = sxt_bdev_copy(ru.pristine);
+	cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
+	reuse_workload(cbd, &ru);
+	sx_crashdev_get_stats(cd, &st);
+	sx_bdev_destroy(cbd);
+	if (ru.error) {
+		sxc_fail("reuse (%s): the workload fails without a crash: %s", name,
+			 sx_strerror(ru.error));
+		points = 0;
+	} else {
+		sxc_tally(sxc_recover_verify(img, 0, reuse_ok, &ru, "reuse, no crash"));
+		printf("reuse (%s, %u blocks free): %llu writes, %llu flushes\n", name,
+		       ru.free_left, (unsigned long long)st.cs_writes,
+		       (unsigned long long)st.cs_flushes);
+		cuts.last = st.cs_writes;
+		points = sxc_cut_writes(&cuts, reuse_cut, &ru);
+	}
+	sx_bdev_destroy(img);
+	sx_bdev_destroy(ru.pristine);
+	return points;
+}
+
 int main(void)
 {
 	/*
@@ -565,6 +754,9 @@ int main(void)
 		for (k = 1; k <= st.cs_reads; k += 5 * step)
 			io_error_at(r, SX_IO_READ, k, true);
 	}
+	/* room to spare, then nothing free but what the punches free */
+	crash_points += reuse_run("room", 1000, step);
+	crash_points += reuse_run("full", 4, step);
 	printf("crash points: %llu; ENOSPC points: %llu; I/O error points: %llu\n",
 	       (unsigned long long)crash_points, (unsigned long long)enospc_points,
 	       (unsigned long long)io_error_points);

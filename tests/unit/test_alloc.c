@@ -882,6 +882,167 @@ static void test_alloc_fault(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* ---------------------------------------------------------------- busy extents */
+
+/* Allocate data blocks in a transaction of its own and commit; returns the error. */
+static int dalloc1(struct sx_mount *mp, u64 hint, u32 minlen, u32 maxlen, u64 *bno,
+		   u32 *len)
+{
+	struct sx_trans *tp = trans(mp, 1);
+	int error = sx_alloc_data_extent(tp, hint, minlen, maxlen, bno, len);
+
+	if (error) {
+		sx_trans_cancel(tp);
+		return error;
+	}
+	return sx_trans_commit(tp);
+}
+
+/* Log forces that wrote something, so far. */
+static u64 forces(struct sx_mount *mp)
+{
+	struct sx_log_stats ls;
+
+	sx_log_get_stats(mp, &ls);
+	return ls.ls_forces;
+}
+
+/*
+ * A block freed by a transaction that is not yet durable is not handed to
+ * a data allocation while other blocks are free, and nothing is forced for
+ * it; metadata may have it at once.  Once the free is durable, data may too.
+ */
+static void test_busy_skipped(void **state)
+{
+	struct sx_bdev *bd = newfs(16ull << 20, 4096);
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 ds = first_free(mp), bno, f0;
+	u32 len;
+
+	assert_int_equal(alloc1(mp, ds, 8, 8, &bno, &len), 0);
+	assert_int_equal(bno, ds);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(free1(mp, ds + 2, 3), 0);
+	assert_int_equal(sx_alloc_busy_blocks(mp), 3);
+	f0 = forces(mp);
+
+	/* the hint points into the busy blocks: data gets the first after them */
+	assert_int_equal(dalloc1(mp, ds + 2, 1, 4, &bno, &len), 0);
+	assert_int_equal(bno, ds + 8);
+	assert_int_equal(len, 4);
+	/* a run is cut where busy blocks start, and the longest usable one wins */
+	assert_int_equal(free1(mp, ds, 2), 0);
+	assert_int_equal(dalloc1(mp, 0, 1, 2, &bno, &len), 0);
+	assert_int_equal(bno, ds + 12);
+	assert_range(mp, ds, 5, true);
+	assert_int_equal(forces(mp), f0);
+	assert_int_equal(sx_log_durable_seq(mp) < sx_log_commit_seq(mp), true);
+
+	/* metadata takes busy blocks: the log orders it after the free */
+	assert_int_equal(alloc1(mp, ds + 3, 1, 1, &bno, &len), 0);
+	assert_int_equal(bno, ds + 3);
+	assert_int_equal(forces(mp), f0);
+
+	/* durable: no longer busy, and data may have them */
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(dalloc1(mp, ds, 1, 2, &bno, &len), 0);
+	assert_int_equal(bno, ds);
+	assert_int_equal(len, 2);
+	assert_int_equal(sx_alloc_busy_blocks(mp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * With nothing else free, a data allocation forces the log once and then
+ * takes the busy blocks; blocks its own transaction freed are never taken
+ * for data (its record cannot be durable before it commits), but metadata
+ * of the same transaction may take them.
+ */
+static void test_busy_forced_when_full(void **state)
+{
+	struct sx_bdev *bd = newfs(8ull << 20, 1024);
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 ds = first_free(mp), bno, f0, seq;
+	struct sx_trans *tp;
+	u32 len;
+
+	fill_all(mp);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(free1(mp, ds + 100, 5), 0);
+	seq = sx_log_commit_seq(mp);
+	assert_true(sx_log_durable_seq(mp) < seq);
+	f0 = forces(mp);
+	assert_int_equal(dalloc1(mp, 0, 1, 8, &bno, &len), 0);
+	assert_int_equal(bno, ds + 100);
+	assert_int_equal(len, 5);
+	assert_int_equal(forces(mp), f0 + 1);
+	assert_true(sx_log_durable_seq(mp) >= seq);
+	assert_int_equal(sx_alloc_busy_blocks(mp), 0);
+
+	/* the transaction's own frees: ENOSPC for data, with nothing to force */
+	assert_int_equal(sx_sync(mp), 0);
+	f0 = forces(mp);
+	tp = trans(mp, 4);
+	assert_int_equal(sx_free_extent(tp, ds + 200, 2), 0);
+	assert_int_equal(sx_alloc_data_extent(tp, 0, 1, 2, &bno, &len), -ENOSPC);
+	assert_int_equal(sx_alloc_extent(tp, 0, 1, 2, &bno, &len), 0);
+	assert_int_equal(bno, ds + 200);
+	assert_int_equal(len, 2);
+	assert_int_equal(sx_trans_commit(tp), 0);
+	assert_int_equal(forces(mp), f0);
+
+	/* a cancelled free leaves nothing busy behind */
+	tp = trans(mp, 1);
+	assert_int_equal(sx_free_extent(tp, ds + 300, 1), 0);
+	sx_trans_cancel(tp);
+	assert_false(is_free(mp, ds + 300));
+	assert_int_equal(free1(mp, ds + 300, 1), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	f0 = forces(mp);
+	assert_int_equal(dalloc1(mp, 0, 1, 1, &bno, &len), 0);
+	assert_int_equal(bno, ds + 300);
+	assert_int_equal(forces(mp), f0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * Many frees stay few entries (adjacent ones merge) and are forgotten once
+ * durable, in any order and crossing bitmap blocks.
+ */
+static void test_busy_merge_prune(void **state)
+{
+	struct sx_bdev *bd = newfs(16ull << 20, 1024);
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 ds = first_free(mp), bits = SX_BITMAP_BITS(mp->m_sb.sb_blocksize);
+	u64 base = bits - 50 > ds ? bits - 50 : ds, bno, i;
+	u32 len;
+
+	for (i = 0; i < 100; i += 10) {
+		assert_int_equal(alloc1(mp, base + i, 10, 10, &bno, &len), 0);
+		assert_int_equal(bno, base + i);
+	}
+	assert_int_equal(sx_sync(mp), 0);
+	/* every other block, then the ones between: backwards, one at a time */
+	for (i = 0; i < 100; i += 2)
+		assert_int_equal(free1(mp, base + 99 - i, 1), 0);
+	assert_int_equal(sx_alloc_busy_blocks(mp), 50);
+	for (i = 1; i < 100; i += 2)
+		assert_int_equal(free1(mp, base + 99 - i, 1), 0);
+	assert_int_equal(sx_alloc_busy_blocks(mp), 100);
+	/* one run now: data finds nothing in it */
+	assert_int_equal(dalloc1(mp, base, 1, 1, &bno, &len), 0);
+	assert_int_equal(bno, base + 100);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(dalloc1(mp, base, 1, 100, &bno, &len), 0);
+	assert_int_equal(bno, base);
+	assert_int_equal(len, 100);
+	assert_int_equal(sx_alloc_busy_blocks(mp), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +1062,9 @@ int main(void)
 		cmocka_unit_test(test_verifier_garbage),
 		cmocka_unit_test(test_mount_bad_bitmap),
 		cmocka_unit_test(test_alloc_fault),
+		cmocka_unit_test(test_busy_skipped),
+		cmocka_unit_test(test_busy_forced_when_full),
+		cmocka_unit_test(test_busy_merge_prune),
 	};
 
 	sxt_quiet();

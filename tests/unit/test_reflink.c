@@ -520,9 +520,9 @@ static void test_clone_cow_no_force(void **state)
 
 /*
  * More blocks left with one owner between two log forces than the record
- * of them holds (32 extents): the oldest are folded together, which only
- * widens what waits, so an overwrite in place of any of them still forces
- * the log first, and once forced nothing waits.
+ * of them holds (limited here to 32 extents): the oldest are folded
+ * together, which only widens what waits, so an overwrite in place of any
+ * of them still forces the log first, and once forced nothing waits.
  */
 static void test_clone_unshare_many(void **state)
 {
@@ -531,6 +531,7 @@ static void test_clone_unshare_many(void **state)
 	int a = mk("a"), b = mk("b");
 	u32 i;
 
+	sx_refcount_unshared_limit(mp, 32);
 	put(a, 0, 2 * N * BS, 1);
 	assert_int_equal(sx_clone(mp, b, a), 0);
 	assert_int_equal(sx_sync(mp), 0);
@@ -552,6 +553,44 @@ static void test_clone_unshare_many(void **state)
 	assert_true(holds(a, BS, BS, 1));
 	assert_true(holds(b, BS, BS, 1));
 	assert_true(holds(b, 0, BS, 0));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+}
+
+/*
+ * The same punches with the record free to grow: nothing is folded, so an
+ * overwrite in place of a block between those left with one owner, which
+ * a has always owned alone, waits for nothing; one of those blocks still
+ * forces the log first.  (With the fold the first overwrite waited too:
+ * an update's write after the previous update's clone was freed did.)
+ */
+static void test_clone_unshare_many_precise(void **state)
+{
+	enum { N = 40 };
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), b = mk("b");
+	u32 i;
+
+	put(a, 0, 2 * N * BS, 1);
+	/* b shares a's even blocks only */
+	for (i = 0; i < N; i++)
+		assert_int_equal(sx_clone_range(mp, b, 2 * i * BS, a, 2 * i * BS, BS), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(sx_punch(mp, b, 2 * i * BS, BS), 0);
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	assert_int_equal(refc(phys(a, BS, NULL)), 1);
+	sx_log_get_stats(mp, &st0);
+	put(a, BS, BS, 2);
+	put(a, (2 * N - 1) * BS, BS, 2);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces);
+	put(a, 2 * (N / 2) * BS, BS, 3);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(st1.ls_forces, st0.ls_forces + 1);
+	assert_true(holds(a, BS, BS, 2));
+	assert_true(holds(a, 2 * (N / 2) * BS, BS, 3));
+	assert_true(holds(a, 2 * BS, BS, 1));
 	assert_int_equal(sx_close(mp, a), 0);
 	assert_int_equal(sx_close(mp, b), 0);
 }
@@ -760,11 +799,13 @@ enum reuse_how {
 /*
  * Another thread frees a block (a punch of y, not yet durable) right when
  * a copy-on-write or a fallocate is about to allocate, and the allocation
- * gets that block; data then goes into it in place, and the power goes
- * with every volatile write kept and nothing forcing the log.  y must read
- * its old bytes (the punch was lost) or zeroes (it was not), never ours:
- * the allocation makes the free durable before any data goes in, and it
- * must check for frees after it allocates (it once checked before the
+ * would get that block: it is the first free one after the hint.  Data
+ * then goes into the new block in place, and the power goes with every
+ * volatile write kept and nothing forcing the log.  y must read its old
+ * bytes (the punch was lost) or zeroes (it was not), never ours.  The
+ * block is busy (its free is not durable), so the allocation, which sees
+ * the free because it is made under the same lock, steps over it (it once
+ * forced the log instead, and once checked for frees before the
  * copy-on-write allocated, which a free in between slipped past).
  */
 static void free_then_reuse(enum reuse_how how)
@@ -773,6 +814,7 @@ static void free_then_reuse(enum reuse_how how)
 	struct sx_bdev *cbd;
 	struct sx_crashdev *cd;
 	u64 yblk, got;
+	bool yfree;
 	int s, x, y, z;
 
 	assert_int_equal(sx_unmount(mp), 0);
@@ -803,8 +845,10 @@ static void free_then_reuse(enum reuse_how how)
 	sx_fault_set_hook(NULL, NULL);
 	assert_true(rr.rr_fired);
 	assert_int_equal(rr.rr_error, 0);
-	/* the case this is about: the block the other thread freed */
-	assert_int_equal(got, yblk);
+	/* the block the other thread freed is free, and busy: not taken */
+	assert_true(got != yblk);
+	assert_int_equal(sx_alloc_is_free(mp, yblk, &yfree), 0);
+	assert_true(yfree);
 	sx_crashdev_cut_now(cd, SX_CRASH_KEEP);
 	sx_unmount(mp);
 	sx_bdev_destroy(cbd);
@@ -846,6 +890,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow_no_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_unshare_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_unshare_many_precise, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_unshare_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_free_then_reuse_falloc, setup,
