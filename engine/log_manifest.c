@@ -39,10 +39,10 @@
  *    costs one flush, the same as the data flush a force would pay without
  *    manifests.
  *  - A block freed by a transaction that is not durable gets no new data
- *    (busy extents, alloc.c; metadata written back only after its
- *    records): so a block
- *    of F's manifest is written fresh again only after a later force wrote
- *    the free, when F is no longer the last force.  The checks above still
+ *    (busy extents, alloc.c; metadata is written back only after its
+ *    records): so a block of F's manifest is written fresh again only
+ *    after a later force wrote the free, when F is no longer the last
+ *    force.  The checks above still
  *    cover every write, fresh or not.
  *  - A force whose manifest would not fit one manifest record (l_mf_max
  *    entries, a quarter of the largest record so that the log keeps room
