@@ -646,26 +646,44 @@ static int sx_log_flush_data(struct sx_mount *mp, bool always)
 	return error;
 }
 
-/* Write the manifest of the force (l_mf_flight) as its first record. */
+/*
+ * Format the manifest of the force (l_mf_flight) as the first op of its
+ * first record; returns its bytes (0: the force has no manifest).
+ */
+static u32 sx_log_format_manifest(struct sx_log *log)
+{
+	struct sx_dlog_op *op = (struct sx_dlog_op *)(log->l_iobuf + SX_LOG_HDR_BYTES);
+	u32 n = log->l_mf_flight.ms_n;
+
+	if (!n)
+		return 0;
+	ASSERT(n <= log->l_mf_max);
+	op->lo_type = cpu_to_le16(SX_LOG_OP_MANIFEST);
+	op->lo_flags = 0;
+	op->lo_len = cpu_to_le32(n * sizeof(struct sx_dlog_mfent));
+	op->lo_tid = 0;
+	sx_mfset_format(&log->l_mf_flight, (struct sx_dlog_mfent *)(op + 1));
+	return sizeof(*op) + n * sizeof(struct sx_dlog_mfent);
+}
+
+/*
+ * Write the manifest of the force in a record of its own: its first group
+ * does not fit beside it, or every group was dropped.
+ */
 static int sx_log_write_manifest(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
-	struct sx_dlog_op *op = (struct sx_dlog_op *)(log->l_iobuf + SX_LOG_HDR_BYTES);
-	u32 n = log->l_mf_flight.ms_n, len = sizeof(*op) + n * sizeof(struct sx_dlog_mfent);
+	u32 mflen = sizeof(struct sx_dlog_op) + log->l_mf_flight.ms_n * sizeof(struct sx_dlog_mfent);
 	u64 lsn;
 	int error;
 
-	ASSERT(n <= log->l_mf_max);
-	error = sx_log_prepare_head(mp, sx_howmany(SX_LOG_HDR_BYTES + len, log->l_bsize));
+	error = sx_log_prepare_head(mp, sx_howmany(SX_LOG_HDR_BYTES + mflen, log->l_bsize));
 	if (error)
 		return error;
-	op->lo_type = cpu_to_le16(SX_LOG_OP_MANIFEST);
-	op->lo_flags = 0;
-	op->lo_len = cpu_to_le32(len - sizeof(*op));
-	op->lo_tid = 0;
-	sx_mfset_format(&log->l_mf_flight, (struct sx_dlog_mfent *)(op + 1));
+	/* after the wrap record, which is written from l_iobuf too */
+	sx_log_format_manifest(log);
 	/* its blocks are not reserved: sx_log_avail() keeps l_mf_blocks free */
-	return sx_log_write_record(mp, len, 1, SX_LR_MANIFEST, 0, 0, &lsn);
+	return sx_log_write_record(mp, mflen, 1, SX_LR_MANIFEST, 0, 0, &lsn);
 }
 
 /* Write everything queued and flush (force lock held). */
@@ -673,7 +691,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list groups, *pos;
-	bool preflush = false, fence;
+	bool preflush = false, fence, mf_left;
 	u64 seq;
 	int error = 0;
 
@@ -705,29 +723,54 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		error = sx_log_flush_data(mp, false);
 	if (!error)
 		error = sx_log_write_epoch(mp);
-	if (!error && log->l_mf_flight.ms_n)
-		error = sx_log_write_manifest(mp);
 	if (error)
 		goto out_complete;
 
+	mf_left = log->l_mf_flight.ms_n != 0;
+	/*
+	 * The manifest is the first op of the first record, before the first
+	 * group's ops if they fit beside it (the group's blocks are reserved,
+	 * the manifest's are kept free by sx_log_avail()), else alone.
+	 */
 	sx_list_for_each(pos, &groups) {
 		struct sx_cil_group *g = sx_list_entry(pos, struct sx_cil_group, g_list);
 		struct sx_list *tpos;
 		u64 lsn = 0, first_tid;
+		u32 mflen = 0, flags = 0;
 
 		if (!g->g_len)
 			continue;	/* everything in it was dropped */
-		error = sx_log_prepare_head(mp, g->g_blocks);
+		if (mf_left) {
+			mf_left = false;
+			mflen = sizeof(struct sx_dlog_op) +
+				log->l_mf_flight.ms_n * sizeof(struct sx_dlog_mfent);
+			if (mflen + g->g_len > sx_log_rec_max_bytes(log)) {
+				error = sx_log_write_manifest(mp);
+				if (error)
+					break;
+				mflen = 0;
+			} else {
+				flags = SX_LR_MANIFEST;
+			}
+		}
+		error = sx_log_prepare_head(mp, sx_howmany(SX_LOG_HDR_BYTES + mflen + g->g_len,
+							   log->l_bsize));
 		if (error)
 			break;
-		first_tid = sx_cil_format(g, log->l_iobuf + SX_LOG_HDR_BYTES);
-		error = sx_log_write_record(mp, g->g_len, g->g_nops, 0, first_tid,
-					    g->g_blocks, &lsn);
+		if (mflen)
+			sx_log_format_manifest(log);
+		first_tid = sx_cil_format(g, log->l_iobuf + SX_LOG_HDR_BYTES + mflen);
+		error = sx_log_write_record(mp, mflen + g->g_len, g->g_nops + !!mflen, flags,
+					    first_tid, g->g_blocks, &lsn);
 		if (error)
 			break;
 		g->g_blocks = 0;	/* written: the head now counts it */
 		sx_list_for_each(tpos, &g->g_trans)
 			sx_list_entry(tpos, struct sx_cil_trans, ct_list)->ct_lsn = lsn;
+	}
+	if (!error && mf_left) {
+		/* every group was dropped whole: the manifest still comes first */
+		error = sx_log_write_manifest(mp);
 	}
 	if (!error && fence && !log->l_force_first) {
 		u64 lsn;
@@ -1053,11 +1096,14 @@ int sx_log_rec_walk_ops(const void *recbuf, u32 recbytes,
 			*why = "unknown op type";
 			return -EFSCORRUPTED;
 		}
-		if (le64_to_cpu(op->lo_tid) < tid) {
-			*why = "transaction ids go backwards";
-			return -EFSCORRUPTED;
+		/* a manifest (tid 0) may come before the record's first transaction */
+		if (le16_to_cpu(op->lo_type) != SX_LOG_OP_MANIFEST) {
+			if (le64_to_cpu(op->lo_tid) < tid) {
+				*why = "transaction ids go backwards";
+				return -EFSCORRUPTED;
+			}
+			tid = le64_to_cpu(op->lo_tid);
 		}
-		tid = le64_to_cpu(op->lo_tid);
 		if (fn) {
 			error = fn(arg, op, op + 1);
 			if (error)

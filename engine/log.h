@@ -174,10 +174,11 @@ int sx_log_rec_check_header(const struct sx_dlog_rec *rec, const u8 *uuid,
 
 /**
  * sx_log_rec_check_kind() - check what a whole record of @recbytes (header
- * and ops already checked) holds for its flags: a manifest record one
- * MANIFEST op of entries inside [@datastart, @dblocks); any other record
- * no MANIFEST op.  For a manifest record, *@ents and *@nents give its
- * entries (else NULL and 0).
+ * and ops already checked) holds for its flags: a manifest record begins
+ * with one MANIFEST op of entries inside [@datastart, @dblocks), then
+ * maybe the ops of the force's first transactions; any other record no
+ * MANIFEST op.  For a manifest record, *@ents and *@nents give its entries
+ * (else NULL and 0).
  *
  * Return: 0, or -EFSCORRUPTED with *@why saying what is wrong.
  */

@@ -5,9 +5,11 @@
  * File data is written in place, and a record that maps new blocks must not
  * be durable while their data is not.  Flushing the device before writing
  * the records would order them, at the cost of a second flush per force.
- * Instead the force lists, in a manifest record written first, each block
- * written since the last force whose mapping is not durable, with the CRC
- * of its new contents, and flushes once after all its records.  Recovery
+ * Instead the force lists, in a manifest op at the start of its first
+ * record (before that record's transactions, if they fit beside it: a
+ * small force writes one record), each block written since the last force
+ * whose mapping is not durable, with the CRC of its new contents, and
+ * flushes once after all its records.  Recovery
  * reads the blocks of the last force's manifest: a mismatch means the
  * force's flush never finished (so it was never acknowledged) and the log
  * ends before the force, as at a torn record.  The rules that keep this
@@ -300,50 +302,64 @@ void sx_log_want_fence(struct sx_mount *mp)
 	mp->m_log->l_fence_wanted = true;
 }
 
-/* A MANIFEST op where the record may hold none. */
-static int sx_log_rec_no_manifest(void *arg, const struct sx_dlog_op *op, const void *payload)
-{
-	const char **why = arg;
+/* Where MANIFEST ops may be: first in a manifest record, nowhere else. */
+struct sx_log_kind_walk {
+	bool		kw_manifest;	/* the record has SX_LR_MANIFEST */
+	u32		kw_op;		/* ops seen */
+	const char	*kw_why;
+};
 
-	if (le16_to_cpu(op->lo_type) != SX_LOG_OP_MANIFEST)
-		return 0;
-	*why = "manifest op outside a manifest record";
-	return -EFSCORRUPTED;
+static int sx_log_rec_kind_op(void *arg, const struct sx_dlog_op *op, const void *payload)
+{
+	struct sx_log_kind_walk *kw = arg;
+	bool is_mf = le16_to_cpu(op->lo_type) == SX_LOG_OP_MANIFEST;
+	bool first = kw->kw_op++ == 0;
+
+	if (!kw->kw_manifest && is_mf)
+		kw->kw_why = "manifest op outside a manifest record";
+	else if (kw->kw_manifest && first && !is_mf)
+		kw->kw_why = "manifest record does not begin with a manifest op";
+	else if (kw->kw_manifest && !first && is_mf)
+		kw->kw_why = "manifest op after the start of a manifest record";
+	return kw->kw_why ? -EFSCORRUPTED : 0;
 }
 
-/* Check what a record holds for its flags. */
+/*
+ * Check what a record holds for its flags.  A manifest record begins with
+ * the MANIFEST op (tid 0) and then holds the force's first transactions, if
+ * they fit beside it: so a small force writes one record.
+ */
 int sx_log_rec_check_kind(const void *recbuf, u32 recbytes, u64 datastart, u64 dblocks,
 			  const struct sx_dlog_mfent **ents, u32 *nents, const char **why)
 {
 	const struct sx_dlog_rec *rec = recbuf;
 	const struct sx_dlog_op *op = (const struct sx_dlog_op *)(rec + 1);
+	struct sx_log_kind_walk kw = { false, 0, NULL };
 	const struct sx_dlog_mfent *e;
+	const char *inner = NULL;
 	u32 len, n, i;
 	int error;
 
 	*ents = NULL;
 	*nents = 0;
 	*why = NULL;
-	if (!(le32_to_cpu(rec->lr_flags) & SX_LR_MANIFEST)) {
-		const char *inner = NULL;
-
-		error = sx_log_rec_walk_ops(recbuf, recbytes, sx_log_rec_no_manifest, why,
-					    &inner);
-		if (error && !*why)
-			*why = inner;
+	kw.kw_manifest = le32_to_cpu(rec->lr_flags) & SX_LR_MANIFEST;
+	error = sx_log_rec_walk_ops(recbuf, recbytes, sx_log_rec_kind_op, &kw, &inner);
+	if (error) {
+		*why = kw.kw_why ? kw.kw_why : inner;
 		return error;
 	}
-	if ((u64)le32_to_cpu(rec->lr_len) + sizeof(*rec) > recbytes) {
-		*why = "ops overrun the record";
+	if (!kw.kw_manifest)
+		return 0;
+	/* the walk checked that the op is there, whole, and a MANIFEST one */
+	if (kw.kw_op == 0) {
+		*why = "manifest record does not begin with a manifest op";
 		return -EFSCORRUPTED;
 	}
 	len = le32_to_cpu(op->lo_len);
-	if (le32_to_cpu(rec->lr_nops) != 1 || le32_to_cpu(rec->lr_len) < sizeof(*op) ||
-	    le16_to_cpu(op->lo_type) != SX_LOG_OP_MANIFEST)
-		*why = "manifest record does not hold one manifest op";
-	else if (op->lo_flags || op->lo_tid || rec->lr_first_tid)
+	if (op->lo_flags || op->lo_tid || (kw.kw_op == 1 && rec->lr_first_tid))
 		*why = "manifest op with flags or a transaction id";
-	else if (len == 0 || len % sizeof(*e) || sizeof(*op) + len != le32_to_cpu(rec->lr_len))
+	else if (len == 0 || len % sizeof(*e))
 		*why = "manifest op of a bad length";
 	if (*why)
 		return -EFSCORRUPTED;

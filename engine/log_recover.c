@@ -94,7 +94,8 @@ struct sx_scan_force {
 
 /*
  * Follow the records of forces: a record starts a force or continues the
- * one before it, and a manifest comes first in its force.
+ * one before it, and a manifest (the first op of a manifest record) comes
+ * first in its force.
  */
 static int sx_scan_note_force(struct sx_mount *mp, struct sx_scan_force *sf,
 			      const struct sx_dlog_rec *rec, u32 recbytes, u32 prev_crc,

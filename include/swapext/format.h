@@ -153,8 +153,9 @@ struct sx_dbitmap {
  * a run whose first has lr_force_lsn == lr_lsn.  File data written in place
  * into blocks whose mapping the force makes durable is not flushed before
  * the records: instead the force's first record (after a wrap, if any) is an
- * SX_LR_MANIFEST record listing each such block with the CRC of what was
- * written there.  Recovery reads the blocks of the last force's manifest;
+ * SX_LR_MANIFEST record, whose first op lists each such block with the CRC
+ * of what was written there; the force's first transactions follow in the
+ * same record when they fit beside it, so a small force is one record.  Recovery reads the blocks of the last force's manifest;
  * if any does not match, that force's flush never finished (it was never
  * acknowledged), and the log ends before its first record.  A force with
  * nothing else to say may write an SX_LR_FENCE record, so that an older
@@ -179,7 +180,7 @@ struct sx_dlog_rec {
 };
 
 #define SX_LR_WRAP	(1u << 0)	/* no ops; the log continues at block 0 */
-#define SX_LR_MANIFEST	(1u << 1)	/* one SX_LOG_OP_MANIFEST op */
+#define SX_LR_MANIFEST	(1u << 1)	/* first op SX_LOG_OP_MANIFEST, the only one */
 #define SX_LR_FENCE	(1u << 2)	/* no ops; the force before it is not the last */
 #define SX_LR_FLAGS_ALL	(SX_LR_WRAP | SX_LR_MANIFEST | SX_LR_FENCE)
 
@@ -232,7 +233,9 @@ struct sx_dlog_buf {
 /*
  * SX_LOG_OP_MANIFEST payload: one entry per data block written in place
  * since the last force whose mapping the force makes durable (lo_tid 0, at
- * least one entry, lo_len a multiple of the entry).  me_crc is sx_cksum()
+ * least one entry, lo_len a multiple of the entry).  It is the first op of
+ * an SX_LR_MANIFEST record; lr_first_tid and the order of tids are those of
+ * the ops after it (lr_first_tid 0 if there are none).  me_crc is sx_cksum()
  * of the block's whole contents.
  */
 struct sx_dlog_mfent {

@@ -25,6 +25,8 @@
 
 #define MIB		(1ull << 20)
 #define BS		4096u
+#define NFULL		500	/* files written by one force: several records */
+#define FULL_LOG	200	/* log blocks there: records of at most 25 blocks */
 
 static struct sx_bdev *mem, *bd;
 static struct sx_crashdev *cd;
@@ -33,6 +35,15 @@ static struct sx_mount *mp;
 static int setup(void **state)
 {
 	mem = sxt_memfs(8 * MIB, BS, 0);
+	assert_int_equal(sx_crashdev_create(mem, 1, &bd, &cd), 0);
+	mp = sxt_mount(bd);
+	return 0;
+}
+
+/* A small log, so that a force of a few hundred transactions fills records. */
+static int setup_small_log(void **state)
+{
+	mem = sxt_memfs(8 * MIB, BS, FULL_LOG);
 	assert_int_equal(sx_crashdev_create(mem, 1, &bd, &cd), 0);
 	mp = sxt_mount(bd);
 	return 0;
@@ -125,24 +136,34 @@ static struct sx_dlog_rec *peek_rec(u64 lsn, u8 *buf, u32 blocks)
 	return (struct sx_dlog_rec *)buf;
 }
 
-/* A write into new blocks and its fsync: one flush, the manifest first. */
+/*
+ * A write into new blocks and its fsync: one record and one flush.  The
+ * manifest is the first op of the force's first record, the transaction's
+ * ops follow it in the same record.
+ */
 static void test_one_flush_manifest_first(void **state)
 {
 	struct sx_log_stats s0, s1;
+	struct sx_crashdev_stats c0, c1;
 	u8 *buf = malloc(4 * BS), data[BS];
 	const struct sx_dlog_mfent *e;
 	struct sx_dlog_rec *rec;
 	const struct sx_dlog_op *op;
-	u64 f0, head, b0, b1;
+	u64 head, b0, b1;
+	u32 len;
 	int fd = mkfile("f");
 
-	sx_log_get_stats(mp, &s0);
 	head = sx_log_head(mp);
 	put(fd, 0, 2 * BS, 0x5a);
-	f0 = flushes();
+	sx_log_get_stats(mp, &s0);
+	sx_crashdev_get_stats(cd, &c0);
 	assert_int_equal(sx_fsync(mp, fd), 0);
-	assert_int_equal(flushes() - f0, 1);
+	sx_crashdev_get_stats(cd, &c1);
 	sx_log_get_stats(mp, &s1);
+	/* one record, one device write, one flush */
+	assert_int_equal(c1.cs_flushes - c0.cs_flushes, 1);
+	assert_int_equal(c1.cs_writes - c0.cs_writes, 1);
+	assert_int_equal(s1.ls_records - s0.ls_records, 1);
 	assert_int_equal(s1.ls_manifests, s0.ls_manifests + 1);
 	assert_int_equal(s1.ls_preflushes, s0.ls_preflushes);
 	b0 = phys(fd, 0);
@@ -152,21 +173,27 @@ static void test_one_flush_manifest_first(void **state)
 	rec = peek_rec(head, buf, 4);
 	assert_int_equal(le32_to_cpu(rec->lr_flags), SX_LR_MANIFEST);
 	assert_int_equal(le64_to_cpu(rec->lr_force_lsn), head);
-	assert_int_equal(le32_to_cpu(rec->lr_nops), 1);
+	assert_true(le32_to_cpu(rec->lr_nops) > 1);
 	op = (const struct sx_dlog_op *)(rec + 1);
 	assert_int_equal(le16_to_cpu(op->lo_type), SX_LOG_OP_MANIFEST);
-	assert_int_equal(le32_to_cpu(op->lo_len), 2 * sizeof(*e));
+	assert_int_equal(le64_to_cpu(op->lo_tid), 0);
+	len = le32_to_cpu(op->lo_len);
+	assert_int_equal(len, 2 * sizeof(*e));
 	e = (const struct sx_dlog_mfent *)(op + 1);
 	memset(data, 0x5a, BS);
 	assert_true((le64_to_cpu(e[0].me_bno) == b0 && le64_to_cpu(e[1].me_bno) == b1) ||
 		    (le64_to_cpu(e[0].me_bno) == b1 && le64_to_cpu(e[1].me_bno) == b0));
 	assert_int_equal(le32_to_cpu(e[0].me_crc), sx_cksum(data, BS));
 	assert_int_equal(le32_to_cpu(e[1].me_crc), sx_cksum(data, BS));
-	/* the force's next record names the manifest's LSN as its force */
+	/* the transaction's ops follow, and the record names their first tid */
+	op = (const struct sx_dlog_op *)((const u8 *)(op + 1) + len);
+	assert_int_not_equal(le16_to_cpu(op->lo_type), SX_LOG_OP_MANIFEST);
+	assert_true(le64_to_cpu(op->lo_tid) > 0);
+	assert_int_equal(le64_to_cpu(op->lo_tid), le64_to_cpu(rec->lr_first_tid));
+	/* and nothing of the force comes after it */
 	rec = peek_rec(head + le32_to_cpu(rec->lr_blocks), buf, 1);
-	assert_int_equal(le32_to_cpu(rec->lr_flags), 0);
-	assert_int_equal(le64_to_cpu(rec->lr_force_lsn), head);
-	assert_true(le32_to_cpu(rec->lr_nops) > 0);
+	assert_true(le32_to_cpu(rec->lr_magic) != SX_LOG_MAGIC ||
+		    le64_to_cpu(rec->lr_force_lsn) != head);
 
 	mp = sxt_mount(bd);
 	holds("f", 2 * BS, 0x5a);
@@ -195,7 +222,7 @@ static void test_torn_data_drops_force(void **state)
 
 	mp = sxt_mount(bd);
 	sx_get_recovery_stats(mp, &rs);
-	assert_true(rs.rs_dropped >= 2);
+	assert_int_equal(rs.rs_dropped, 1);	/* the force is one record */
 	assert_int_equal(rs.rs_stop_reason, SX_LOG_STOP_DATA);
 	holds("f", 0, 0);
 	assert_int_equal(sx_unmount(mp), 0);
@@ -245,7 +272,7 @@ static void test_dropped_force_before_fence(void **state)
 	}
 	mp = sxt_mount(bd);
 	sx_get_recovery_stats(mp, &rs);
-	assert_true(rs.rs_dropped >= 2);
+	assert_int_equal(rs.rs_dropped, 1);	/* the force is one record */
 	holds("f", 0, 0);
 }
 
@@ -297,6 +324,62 @@ static void test_overwrite_fences(void **state)
 	sx_get_recovery_stats(mp, &rs);
 	assert_int_equal(rs.rs_dropped, 0);
 	holds("f", 2 * BS, 0x44);
+}
+
+/*
+ * A force of several records whose first group is full: the manifest does
+ * not fit beside it, so it is a record of its own, still the first of the
+ * force.  Its data lost, recovery drops every record of the force.
+ */
+static void test_full_group_manifest_alone(void **state)
+{
+	struct sx_log_stats s0, s1;
+	struct sx_recovery_stats rs;
+	u8 *buf = malloc(64 * BS), junk[BS];
+	struct sx_dlog_rec *rec;
+	u64 head, nrec, b0;
+	char name[16];
+	int fd[NFULL], i;
+	u32 maxb;
+
+	for (i = 0; i < NFULL; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		fd[i] = mkfile(name);
+	}
+	head = sx_log_head(mp);
+	sx_log_get_stats(mp, &s0);
+	for (i = 0; i < NFULL; i++)
+		put(fd[i], 0, BS, (u8)(i + 1));
+	assert_int_equal(sx_sync(mp), 0);
+	sx_log_get_stats(mp, &s1);
+	nrec = s1.ls_records - s0.ls_records;
+	maxb = sx_log_rec_max_bytes(mp->m_log);
+	assert_true(nrec >= 2);
+	assert_int_equal(s1.ls_manifests, s0.ls_manifests + 1);
+	assert_int_equal(s1.ls_wraps, s0.ls_wraps);
+	b0 = phys(fd[NFULL - 1], 0);
+	crash();
+
+	rec = peek_rec(head, buf, 64);
+	assert_int_equal(le32_to_cpu(rec->lr_flags), SX_LR_MANIFEST);
+	assert_int_equal(le32_to_cpu(rec->lr_nops), 1);
+	assert_int_equal(le32_to_cpu(rec->lr_len),
+			 sizeof(struct sx_dlog_op) + NFULL * sizeof(struct sx_dlog_mfent));
+	rec = peek_rec(head + le32_to_cpu(rec->lr_blocks), buf, 64);
+	assert_int_equal(le32_to_cpu(rec->lr_flags), 0);
+	assert_int_equal(le64_to_cpu(rec->lr_force_lsn), head);
+	/* a full group: the manifest would not have fitted beside it */
+	assert_true(le32_to_cpu(rec->lr_len) + sizeof(struct sx_dlog_op) +
+		    NFULL * sizeof(struct sx_dlog_mfent) > maxb);
+
+	memset(junk, 0xee, BS);
+	sxt_bdev_poke(mem, b0 * BS, junk, BS);
+	mp = sxt_mount(bd);
+	sx_get_recovery_stats(mp, &rs);
+	assert_int_equal(rs.rs_dropped, nrec);
+	assert_int_equal(rs.rs_stop_reason, SX_LOG_STOP_DATA);
+	holds("f0", 0, 0);
+	free(buf);
 }
 
 /* Writes again into blocks not yet forced update their entry: no fence. */
@@ -414,6 +497,35 @@ static u8 *mkrec(u32 flags, u16 type, u32 nops, u32 len, u32 *bytes)
 	return buf;
 }
 
+/*
+ * A manifest record as a force writes it first: a MANIFEST op of one entry
+ * (block 100), then a transaction @tid of one BUF op and its TRANS_END.
+ */
+static u8 *mkrec_mixed(u64 tid, u32 *bytes)
+{
+	u8 *buf = calloc(1, BS);
+	struct sx_dlog_rec *rec = (struct sx_dlog_rec *)buf;
+	struct sx_dlog_op *op = (struct sx_dlog_op *)(rec + 1);
+	struct sx_dlog_mfent *e = (struct sx_dlog_mfent *)(op + 1);
+
+	op->lo_type = cpu_to_le16(SX_LOG_OP_MANIFEST);
+	op->lo_len = cpu_to_le32(sizeof(*e));
+	e->me_bno = cpu_to_le64(100);
+	op = (struct sx_dlog_op *)(e + 1);
+	op->lo_type = cpu_to_le16(SX_LOG_OP_BUF);
+	op->lo_tid = cpu_to_le64(tid);
+	op->lo_len = cpu_to_le32(8);
+	op = (struct sx_dlog_op *)((u8 *)(op + 1) + 8);
+	op->lo_type = cpu_to_le16(SX_LOG_OP_TRANS_END);
+	op->lo_tid = cpu_to_le64(tid);
+	rec->lr_flags = cpu_to_le32(SX_LR_MANIFEST);
+	rec->lr_nops = cpu_to_le32(3);
+	rec->lr_first_tid = cpu_to_le64(tid);
+	rec->lr_len = cpu_to_le32((u32)((u8 *)(op + 1) - (u8 *)(rec + 1)));
+	*bytes = BS;
+	return buf;
+}
+
 /* What a manifest record may hold, and where MANIFEST ops may be. */
 static void test_record_kind_checks(void **state)
 {
@@ -444,7 +556,7 @@ static void test_record_kind_checks(void **state)
 			 -EFSCORRUPTED);
 	assert_string_equal(why, "manifest entry padding is not zero");
 	free(buf);
-	/* no entries, a partial entry, a transaction id, two ops, another type */
+	/* no entries, a partial entry, a transaction id, two manifests */
 	buf = mkrec(SX_LR_MANIFEST, SX_LOG_OP_MANIFEST, 1, 0, &bytes);
 	assert_int_equal(sx_log_rec_check_kind(buf, bytes, 50, 200, &ents, &n, &why),
 			 -EFSCORRUPTED);
@@ -463,7 +575,31 @@ static void test_record_kind_checks(void **state)
 	assert_int_equal(sx_log_rec_check_kind(buf, bytes, 0, 200, &ents, &n, &why),
 			 -EFSCORRUPTED);
 	free(buf);
+	/* a manifest record whose first op is not the manifest */
 	buf = mkrec(SX_LR_MANIFEST, SX_LOG_OP_TRANS_END, 1, 0, &bytes);
+	assert_int_equal(sx_log_rec_check_kind(buf, bytes, 0, 200, &ents, &n, &why),
+			 -EFSCORRUPTED);
+	assert_string_equal(why, "manifest record does not begin with a manifest op");
+	free(buf);
+	/* a manifest op, then a transaction's ops: the force's first record */
+	buf = mkrec_mixed(7, &bytes);
+	assert_int_equal(sx_log_rec_check_kind(buf, bytes, 0, 200, &ents, &n, &why), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(le64_to_cpu(ents[0].me_bno), 100);
+	/* the manifest's tid 0 is not a tid going backwards */
+	assert_int_equal(sx_log_rec_walk_ops(buf, bytes, NULL, NULL, &why), 0);
+	free(buf);
+	/* ... but no second manifest after them */
+	buf = mkrec_mixed(7, &bytes);
+	((struct sx_dlog_op *)(buf + sizeof(struct sx_dlog_rec) + sizeof(struct sx_dlog_op) +
+			       sizeof(*e)))->lo_type = cpu_to_le16(SX_LOG_OP_MANIFEST);
+	assert_int_equal(sx_log_rec_check_kind(buf, bytes, 0, 200, &ents, &n, &why),
+			 -EFSCORRUPTED);
+	assert_string_equal(why, "manifest op after the start of a manifest record");
+	free(buf);
+	/* ... and a record holding only a manifest says no transaction */
+	buf = mkrec(SX_LR_MANIFEST, SX_LOG_OP_MANIFEST, 1, sizeof(*e), &bytes);
+	((struct sx_dlog_rec *)buf)->lr_first_tid = cpu_to_le64(7);
 	assert_int_equal(sx_log_rec_check_kind(buf, bytes, 0, 200, &ents, &n, &why),
 			 -EFSCORRUPTED);
 	free(buf);
@@ -534,6 +670,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dropped_force_before_fence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_matching_data_replays, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite_fences, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_group_manifest_alone, setup_small_log,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_rewrite_before_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overflow_flushes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remap_flushes_inplace_data, setup, teardown),
