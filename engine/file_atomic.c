@@ -34,9 +34,12 @@
  * allocated, every ilock is taken in inode-number order and each file is
  * paired with its twin, so the host's join finds them held.
  *
- * Durability: the twins' data is written in place before the log force
- * that makes the swap durable flushes the device (data before record).
- * Unless SX_ATOMIC_NOSYNC, the log is forced before return.  The twins are
+ * Durability: the twins' blocks are new, so their data goes into the
+ * pending data manifest (log_manifest.c), and the force that makes the
+ * swap durable writes it with the records and flushes once.  Unless
+ * SX_ATOMIC_NOSYNC, the call returns once the log is durable up to its
+ * commit: a force another thread runs meanwhile serves it, so concurrent
+ * writers share forces (sx_log_force_seq()).  The twins are
  * closed at the end: their last close frees the old blocks they now hold;
  * a crash before that leaves them on the unlinked list, which recovery
  * frees.
@@ -616,7 +619,7 @@ static int sx_aw_commit_fast(struct sx_aw *aw, u32 res, u32 flags)
 	error = sx_trans_commit(tp);
 	sx_aw_unjoin(aw);
 	if (!error && !(flags & SX_ATOMIC_NOSYNC))
-		error = sx_log_force(mp);
+		error = sx_log_force_seq(mp, sx_log_commit_seq(mp), false);
 	return error;
 }
 
@@ -653,7 +656,7 @@ static int sx_aw_commit(struct sx_aw *aw, u32 flags)
 	error = sx_trans_commit(tp);
 	sx_aw_unjoin(aw);
 	if (!error && !(flags & SX_ATOMIC_NOSYNC))
-		error = sx_log_force(mp);
+		error = sx_log_force_seq(mp, sx_log_commit_seq(mp), false);
 	return error;
 }
 
