@@ -223,9 +223,11 @@ for t in $threads; do
 	for r in $(seq "$runs"); do
 		if [ $((r % 2)) = 1 ]; then
 			run_one threads swapext "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t"
+			run_one threads swapext-atomic "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic
 			run_one threads floor "$rootfs" "$t" "$r" "$bin/xfs_update" floor "$work/plain" "$ops" "$t"
 		else
 			run_one threads floor "$rootfs" "$t" "$r" "$bin/xfs_update" floor "$work/plain" "$ops" "$t"
+			run_one threads swapext-atomic "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic
 			run_one threads swapext "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t"
 		fi
 	done
