@@ -516,6 +516,27 @@ static u32 sx_aw_fast_res(struct sx_aw *aw)
 	return (u32)res;
 }
 
+/*
+ * Unmap [@off, +@len) of @from, which the lookup found at block @want, and
+ * move its count to @to, which takes the blocks in the same transaction.
+ */
+static int sx_aw_unmap(struct sx_trans *tp, struct sx_inode *from, struct sx_inode *to,
+		       u64 off, u64 len, u64 want)
+{
+	struct sx_bmap_irec got;
+	int error;
+
+	error = sx_bmap_unmap_one_nocharge(tp, from, off, len, &got);
+	if (!error && SX_IS_CORRUPT(from->i_mp, got.br_startblock != want ||
+				    got.br_blockcount != len))
+		error = -EFSCORRUPTED;
+	if (error)
+		return error;
+	from->i_nblocks -= len;
+	to->i_nblocks += len;
+	return 0;
+}
+
 /* Remap run @sw in @tp: each differing piece of the file and the twin trade places. */
 static int sx_aw_fast_run(struct sx_trans *tp, const struct sx_hswap *sw)
 {
@@ -525,7 +546,7 @@ static int sx_aw_fast_run(struct sx_trans *tp, const struct sx_hswap *sw)
 
 	sx_aw_run_inodes(sw, &ip, &tip);
 	while (off < end) {
-		struct sx_bmap_irec p, t, got;
+		struct sx_bmap_irec p, t;
 		u64 len;
 
 		error = sx_aw_pair(tp, ip, tip, off, end - off, &p, &t);
@@ -537,25 +558,14 @@ static int sx_aw_fast_run(struct sx_trans *tp, const struct sx_hswap *sw)
 			continue;
 		}
 		if (p.br_startblock != SX_HOLE) {
-			error = sx_bmap_unmap_one_nocharge(tp, ip, off, len, &got);
-			if (!error && SX_IS_CORRUPT(ip->i_mp, got.br_startblock != p.br_startblock ||
-						    got.br_blockcount != len))
-				error = -EFSCORRUPTED;
+			error = sx_aw_unmap(tp, ip, tip, off, len, p.br_startblock);
 			if (error)
 				return error;
-			ip->i_nblocks -= len;
-			tip->i_nblocks += len;
 		}
 		if (t.br_startblock != SX_HOLE) {
-			error = sx_bmap_unmap_one_nocharge(tp, tip, off, len, &got);
-			if (!error && SX_IS_CORRUPT(ip->i_mp, got.br_startblock != t.br_startblock ||
-						    got.br_blockcount != len))
-				error = -EFSCORRUPTED;
-			if (error)
-				return error;
-			tip->i_nblocks -= len;
-			ip->i_nblocks += len;
-			error = sx_bmap_map_nocharge(tp, ip, &t);
+			error = sx_aw_unmap(tp, tip, ip, off, len, t.br_startblock);
+			if (!error)
+				error = sx_bmap_map_nocharge(tp, ip, &t);
 			if (error)
 				return error;
 		}
