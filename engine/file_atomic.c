@@ -580,6 +580,31 @@ static int sx_aw_fast_run(struct sx_trans *tp, const struct sx_hswap *sw)
 }
 
 /*
+ * End @aw's transaction @tp: on @error (from @what) cancel it, shutting
+ * the mount down if it is dirty (the in-core inodes changed with it and
+ * cannot be put back); else commit it and, unless SX_ATOMIC_NOSYNC, wait
+ * for the log durable up to it.
+ */
+static int sx_aw_end(struct sx_aw *aw, struct sx_trans *tp, int error, const char *what,
+		     u32 flags)
+{
+	struct sx_mount *mp = aw->a_mp;
+
+	if (error) {
+		if (tp->t_flags & SX_TRANS_DIRTY)
+			sx_force_shutdown(mp, error, "atomic write: %s failed (%d)", what, error);
+		sx_trans_cancel(tp);
+		sx_aw_unjoin(aw);
+		return error;
+	}
+	error = sx_trans_commit(tp);
+	sx_aw_unjoin(aw);
+	if (!error && !(flags & SX_ATOMIC_NOSYNC))
+		error = sx_log_force_seq(mp, sx_log_commit_seq(mp), false);
+	return error;
+}
+
+/*
  * Remap every run in one transaction of @res bytes: small writes need no
  * intent, the transaction itself is all or nothing.  The inodes' blocks
  * are joined first (before any bitmap block: the lock order of inode.c);
@@ -618,19 +643,7 @@ static int sx_aw_commit_fast(struct sx_aw *aw, u32 res, u32 flags)
 		if (!error)
 			error = sx_inode_log(tp, f->f_tip);
 	}
-	if (error) {
-		/* the in-core inodes changed with it: they cannot be put back */
-		if (tp->t_flags & SX_TRANS_DIRTY)
-			sx_force_shutdown(mp, error, "atomic write: remap failed (%d)", error);
-		sx_trans_cancel(tp);
-		sx_aw_unjoin(aw);
-		return error;
-	}
-	error = sx_trans_commit(tp);
-	sx_aw_unjoin(aw);
-	if (!error && !(flags & SX_ATOMIC_NOSYNC))
-		error = sx_log_force_seq(mp, sx_log_commit_seq(mp), false);
-	return error;
+	return sx_aw_end(aw, tp, error, "remap", flags);
 }
 
 /* Queue every run's swap in one transaction and commit it (the chains run). */
@@ -653,21 +666,9 @@ static int sx_aw_commit(struct sx_aw *aw, u32 flags)
 	if (error)
 		return error;
 	sx_aw_join(aw);
+	/* the core checks everything before it changes anything */
 	error = sx_swap_core_queue((struct sx_htrans *)tp, aw->a_sw, aw->a_nsw);
-	if (error) {
-		/* the core checks everything before it changes anything */
-		if (tp->t_flags & SX_TRANS_DIRTY)
-			sx_force_shutdown(mp, error, "atomic write: a queued swap failed (%d)",
-					  error);
-		sx_trans_cancel(tp);
-		sx_aw_unjoin(aw);
-		return error;
-	}
-	error = sx_trans_commit(tp);
-	sx_aw_unjoin(aw);
-	if (!error && !(flags & SX_ATOMIC_NOSYNC))
-		error = sx_log_force_seq(mp, sx_log_commit_seq(mp), false);
-	return error;
+	return sx_aw_end(aw, tp, error, "queueing the swaps", flags);
 }
 
 /* Make the twins and fill them; the files are locked. */
