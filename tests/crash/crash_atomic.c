@@ -13,14 +13,19 @@
  * Small changes (1 and 3) are remapped in one plain transaction; the
  * whole sequence runs again with SX_ATOMIC_CHAIN, everything through the
  * swap intents.
- * Each call is durable when it returns.  The power is cut at every device
+ * Each call is durable when it returns; the sequence runs again with
+ * SX_ATOMIC_NOSYNC and one sx_sync() at the end, so that one force writes
+ * the four calls' transactions and data manifest as a group, which the
+ * cuts then tear anywhere (group commit cut mid-group): the files must
+ * still show the state after a prefix of the calls, the same for all.  The power is cut at every device
  * write of the sequence (normal level; every 4th with quick), the volatile
  * writes kept, dropped or torn in turn (long: every write in each mode,
  * and the recovery itself cut).  After recovery the three files equal, in
  * size and every byte, the models after some number k of the calls, the
  * same k for all three (the vectored write all or nothing across files),
- * k between the last call that returned and that one plus the call the
- * cut interrupted; z is as it was, the names are a, b, c, z; the checker
+ * k between the last call that was durable when it returned (with
+ * NOSYNC: none before the final sync) and the last call that returned,
+ * plus the call the cut interrupted; z is as it was, the names are a, b, c, z; the checker
  * is clean (it walks every block: the twins and the blocks they held are
  * freed, nothing leaks) and a second recovery changes nothing.
  */
@@ -61,7 +66,7 @@ static const struct rng ops[NOPS][6] = {
 static struct state st[NOPS + 1];
 static u8 *opbuf[NOPS][6];
 static struct sx_bdev *pristine;
-static u32 xflags;		/* 0 or SX_ATOMIC_CHAIN */
+static u32 xflags;		/* SX_ATOMIC_CHAIN, SX_ATOMIC_NOSYNC or none */
 
 /* Fill @buf with bytes of a fixed sequence seeded @seed, never zero. */
 static void rfill(u8 *buf, u64 len, u64 seed)
@@ -150,6 +155,7 @@ static void make_states(void)
 /* What a run reached. */
 struct run {
 	int	nreturned;	/* calls that returned 0 */
+	int	ndurable;	/* of them, those made durable before the cut */
 	bool	in_op;		/* the cut came inside a call */
 	int	error;
 };
@@ -181,6 +187,7 @@ static void workload(struct sx_bdev *bd, struct run *r)
 	int fd[NF], i, k, error;
 
 	r->nreturned = 0;
+	r->ndurable = 0;
 	r->in_op = false;
 	r->error = sx_mount(bd, &wl_opts, &mp);
 	if (r->error)
@@ -195,7 +202,15 @@ static void workload(struct sx_bdev *bd, struct run *r)
 		if (!r->error) {
 			r->in_op = false;
 			r->nreturned = k;
+			if (!(xflags & SX_ATOMIC_NOSYNC))
+				r->ndurable = k;
 		}
+	}
+	if (!r->error && (xflags & SX_ATOMIC_NOSYNC)) {
+		/* one force for every call: the group */
+		r->error = sx_sync(mp);
+		if (!r->error)
+			r->ndurable = NOPS;
 	}
 	for (i = 0; i < NF; i++)
 		if (fd[i] >= 0)
@@ -249,14 +264,14 @@ static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 
 	SXC_CHECK(sx_readdir(mp, count_name, &n) == 0 && n == NF, "%s: names", what);
 	SXC_CHECK(file_is(mp, 3, &st[0], buf, msg, sizeof(msg)), "%s: z: %s", what, msg);
-	for (k = r->nreturned; !ok && k <= hi && k <= NOPS; k++) {
+	for (k = r->ndurable; !ok && k <= hi && k <= NOPS; k++) {
 		ok = true;
 		for (f = 0; ok && f < 3; f++)
 			ok = file_is(mp, f, &st[k], buf, msg, sizeof(msg));
 		if (!ok && !first[0])
 			snprintf(first, sizeof(first), "k=%d: %s", k, msg);
 	}
-	SXC_CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->nreturned, hi, first);
+	SXC_CHECK(ok, "%s: no state in [%d, %d] matches (%s)", what, r->ndurable, hi, first);
 	return 0;
 }
 
@@ -305,11 +320,12 @@ int main(void)
 	cuts.step = sxc_pick(4, 1, 1);
 	cuts.per_point = sxc_pick(1, 1, 3);
 	make_states();
-	for (mode = 0; mode < 4; mode++) {
+	for (mode = 0; mode < 8; mode++) {
 		wl_opts.mo_flags = (mode & 1) ? SX_MOUNT_LOG_EACH : 0;
-		xflags = (mode & 2) ? SX_ATOMIC_CHAIN : 0;
-		printf("%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
-		       "the log's default queue", xflags ? ", every write by intents" : "");
+		xflags = ((mode & 2) ? SX_ATOMIC_CHAIN : 0) | ((mode & 4) ? SX_ATOMIC_NOSYNC : 0);
+		printf("%s%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
+		       "the log's default queue", (mode & 2) ? ", every write by intents" : "",
+		       (mode & 4) ? ", not synced until one sync at the end" : "");
 		img = sxt_bdev_copy(pristine);
 		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 		workload(cbd, &r);
