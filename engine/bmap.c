@@ -229,13 +229,24 @@ static int sx_bmap_find(struct sx_fork_cur *fc, u64 off, struct sx_bmap_irec *go
 	return sx_bmap_get(fc, got);
 }
 
-/* Position @fc on the record that starts at @off, which must exist. */
+/*
+ * Position @fc on the record that starts at @off, which must exist.  The
+ * callers have mostly just read that record or its neighbour through @fc:
+ * a cursor on one of them moves there without a lookup.
+ */
 static int sx_bmap_seek(struct sx_fork_cur *fc, u64 off)
 {
 	struct sx_bmap_irec got;
 	bool found;
 	int error;
 
+	if (sx_bmap_get(fc, &got) == 0) {
+		if (got.br_startoff == off)
+			return 0;
+		if (got.br_startoff < off && sx_bmap_next_rec(fc, &got, &found) == 0 && found &&
+		    got.br_startoff == off)
+			return 0;
+	}
 	error = sx_fork_lookup(fc, off, SX_BT_LE, &found);
 	if (error)
 		return error;
