@@ -550,6 +550,9 @@ struct sx_shost_cur {
 	struct sx_trans		*sc_tp;		/* NULL: start afresh */
 	u64			sc_tid;
 	struct sx_fork_cur	sc_fc;
+	/* sx_bmap_res_bytes() of the fork's shape sc_res_shape (sx_shost_bmap_res()) */
+	u64			sc_res_shape;
+	u32			sc_res;
 };
 
 /* @ip's cursor for a direct change in @tp, or NULL (no memory: go without). */
@@ -653,12 +656,36 @@ static int sx_shost_map_now(struct sx_htrans *htp, struct sx_hinode *hi,
  * bytes the transaction has used so far (trans.c charges a buffer once
  * however often it is logged).
  */
+/*
+ * sx_bmap_res_bytes() of @ip, asked before each exchange of a step, where
+ * the fork's shape mostly stays the same: what it depends on (the form,
+ * and the height of a tree or the record count of an inline fork) is
+ * remembered with the answer in the inode's cursor, when it has one.
+ */
+static u32 sx_shost_bmap_res(struct sx_inode *ip)
+{
+	struct sx_shost_cur *sc = ip->i_swap_cur;
+	u64 shape;
+
+	if (!sc)
+		return sx_bmap_res_bytes(ip->i_mp, ip);
+	if (ip->i_format == SX_DIF_BTREE)
+		shape = (1ull << 63) | (ip->i_broot ? ip->i_blevel + 1 : 0);
+	else
+		shape = ip->i_nrecs;
+	/* sc_res 0: not known yet (no call needs 0 bytes) */
+	if (sc->sc_res == 0 || sc->sc_res_shape != shape) {
+		sc->sc_res = sx_bmap_res_bytes(ip->i_mp, ip);
+		sc->sc_res_shape = shape;
+	}
+	return sc->sc_res;
+}
+
 static bool sx_shost_step_room(struct sx_htrans *htp, struct sx_hinode *h1, struct sx_hinode *h2)
 {
 	struct sx_trans *tp = sx_shost_tp(htp);
-	struct sx_mount *mp = tp->t_mp;
 	struct sx_inode *ip1 = sx_shost_ip(h1), *ip2 = sx_shost_ip(h2);
-	u32 need = 2 * (sx_bmap_res_bytes(mp, ip1) + sx_bmap_res_bytes(mp, ip2)) +
+	u32 need = 2 * (sx_shost_bmap_res(ip1) + sx_shost_bmap_res(ip2)) +
 		   sx_trans_op_bytes(sizeof(struct sx_dlog_sxi));
 
 	return sx_trans_space(tp) >= need;
