@@ -428,9 +428,11 @@ static int sx_bmap_add(struct sx_fork_cur *fc, const struct sx_bmap_irec *new,
 
 /*
  * Map @irec into a hole through cursor @fc, merging with its neighbours;
- * @charge: add its blocks to i_nblocks.
+ * @charge: add its blocks to i_nblocks; @log_ino: log the inode core at
+ * the end (see sx_bmap_map_nocharge_cur() for why it may be left out).
  */
-static int sx_bmap_map_fc(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec, bool charge)
+static int sx_bmap_map_fc(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec, bool charge,
+			  bool log_ino)
 {
 	struct sx_trans *tp = fc->fc_tp;
 	struct sx_inode *ip = fc->fc_ip;
@@ -464,7 +466,7 @@ static int sx_bmap_map_fc(struct sx_fork_cur *fc, const struct sx_bmap_irec *ire
 		return error;
 	if (charge)
 		ip->i_nblocks += irec->br_blockcount;
-	return sx_inode_log(tp, ip);
+	return log_ino ? sx_inode_log(tp, ip) : 0;
 }
 
 /* sx_bmap_map_fc() with a cursor of its own. */
@@ -475,7 +477,7 @@ static int sx_bmap_map_charge(struct sx_trans *tp, struct sx_inode *ip,
 	int error;
 
 	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
-	error = sx_bmap_map_fc(&fc, irec, charge);
+	error = sx_bmap_map_fc(&fc, irec, charge, true);
 	sx_fork_cur_release(&fc);
 	return error;
 }
@@ -496,7 +498,7 @@ int sx_bmap_map_nocharge(struct sx_trans *tp, struct sx_inode *ip,
 /* sx_bmap_map_nocharge() through the caller's cursor. */
 int sx_bmap_map_nocharge_cur(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec)
 {
-	return sx_bmap_map_fc(fc, irec, false);
+	return sx_bmap_map_fc(fc, irec, false, false);
 }
 
 /*
@@ -542,10 +544,10 @@ static void sx_bmap_split(const struct sx_bmap_irec *got, u64 off, u64 end,
 
 /*
  * Unmap the first mapped piece of [@off, @off + @len) through cursor @fc;
- * @charge: take it off i_nblocks.
+ * @charge: take it off i_nblocks; @log_ino: log the inode core at the end.
  */
 static int sx_bmap_unmap_fc(struct sx_fork_cur *fc, u64 off, u64 len,
-			    struct sx_bmap_irec *removed, bool charge)
+			    struct sx_bmap_irec *removed, bool charge, bool log_ino)
 {
 	struct sx_trans *tp = fc->fc_tp;
 	struct sx_inode *ip = fc->fc_ip;
@@ -583,7 +585,7 @@ static int sx_bmap_unmap_fc(struct sx_fork_cur *fc, u64 off, u64 len,
 	*removed = p.bp_mid;
 	if (charge)
 		ip->i_nblocks -= p.bp_mid.br_blockcount;
-	return sx_inode_log(tp, ip);
+	return log_ino ? sx_inode_log(tp, ip) : 0;
 }
 
 /* sx_bmap_unmap_fc() with a cursor of its own. */
@@ -594,7 +596,7 @@ static int sx_bmap_unmap_charge(struct sx_trans *tp, struct sx_inode *ip, u64 of
 	int error;
 
 	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
-	error = sx_bmap_unmap_fc(&fc, off, len, removed, charge);
+	error = sx_bmap_unmap_fc(&fc, off, len, removed, charge, true);
 	sx_fork_cur_release(&fc);
 	return error;
 }
@@ -617,7 +619,7 @@ int sx_bmap_unmap_one_nocharge(struct sx_trans *tp, struct sx_inode *ip, u64 off
 int sx_bmap_unmap_one_nocharge_cur(struct sx_fork_cur *fc, u64 off, u64 len,
 				   struct sx_bmap_irec *removed)
 {
-	return sx_bmap_unmap_fc(fc, off, len, removed, false);
+	return sx_bmap_unmap_fc(fc, off, len, removed, false, false);
 }
 
 /*

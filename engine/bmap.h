@@ -86,6 +86,14 @@ int sx_bmap_unmap_one_nocharge(struct sx_trans *tp, struct sx_inode *ip, u64 off
  * swap's direct steps.  Release the cursor before the transaction commits,
  * or let the commit drop its buffers in a transaction that keeps clean
  * buffers joined (SX_TRANS_KEEP_CLEAN); after an error, start it afresh.
+ *
+ * These do not log the inode core at the end, as the others do: with the
+ * block count left alone, the only inode fields they change are the
+ * fork's (records, root, height, form, tree blocks), and the fork logs
+ * the inode whenever it changes those.  The caller must have joined the
+ * inode's block to the transaction (a swap's direct step does, for both
+ * inodes, before its first change), so that the transaction names the
+ * inode for fsync even when only a B+tree block changed.
  */
 int sx_bmap_map_nocharge_cur(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec);
 int sx_bmap_unmap_one_nocharge_cur(struct sx_fork_cur *fc, u64 off, u64 len,
