@@ -229,13 +229,24 @@ static int sx_bmap_find(struct sx_fork_cur *fc, u64 off, struct sx_bmap_irec *go
 	return sx_bmap_get(fc, got);
 }
 
-/* Position @fc on the record that starts at @off, which must exist. */
+/*
+ * Position @fc on the record that starts at @off, which must exist.  The
+ * callers have mostly just read that record or its neighbour through @fc:
+ * a cursor on one of them moves there without a lookup.
+ */
 static int sx_bmap_seek(struct sx_fork_cur *fc, u64 off)
 {
 	struct sx_bmap_irec got;
 	bool found;
 	int error;
 
+	if (sx_bmap_get(fc, &got) == 0) {
+		if (got.br_startoff == off)
+			return 0;
+		if (got.br_startoff < off && sx_bmap_next_rec(fc, &got, &found) == 0 && found &&
+		    got.br_startoff == off)
+			return 0;
+	}
 	error = sx_fork_lookup(fc, off, SX_BT_LE, &found);
 	if (error)
 		return error;
@@ -415,48 +426,58 @@ static int sx_bmap_add(struct sx_fork_cur *fc, const struct sx_bmap_irec *new,
 	return sx_bmap_insert(fc, &m);
 }
 
-/* Map @irec into a hole, merging with its neighbours; @charge: add its blocks to i_nblocks. */
-static int sx_bmap_map_charge(struct sx_trans *tp, struct sx_inode *ip,
-			      const struct sx_bmap_irec *irec, bool charge)
+/*
+ * Map @irec into a hole through cursor @fc, merging with its neighbours;
+ * @charge: add its blocks to i_nblocks; @log_ino: log the inode core at
+ * the end (see sx_bmap_map_nocharge_cur() for why it may be left out).
+ */
+static int sx_bmap_map_fc(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec, bool charge,
+			  bool log_ino)
 {
+	struct sx_trans *tp = fc->fc_tp;
+	struct sx_inode *ip = fc->fc_ip;
 	struct sx_mount *mp = ip->i_mp;
 	struct sx_bmap_irec left = { 0 }, right = { 0 };
 	bool have_left = false, have_right;
-	struct sx_fork_cur fc;
 	int error;
 
 	error = sx_bmap_check_irec(mp, irec);
 	if (error)
 		return error;
-	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
-	error = sx_bmap_find(&fc, irec->br_startoff, &right, &have_right);
+	error = sx_bmap_find(fc, irec->br_startoff, &right, &have_right);
 	if (error)
-		goto out;
-	if (have_right && SX_IS_CORRUPT(mp, right.br_startoff < sx_bmap_end(irec))) {
-		error = -EFSCORRUPTED;		/* the range is not a hole */
-		goto out;
-	}
+		return error;
+	if (have_right && SX_IS_CORRUPT(mp, right.br_startoff < sx_bmap_end(irec)))
+		return -EFSCORRUPTED;		/* the range is not a hole */
 	/* the mapping before the hole, if any */
 	if (have_right) {
-		error = sx_bmap_prev_rec(&fc, &left, &have_left);
+		error = sx_bmap_prev_rec(fc, &left, &have_left);
 	} else {
-		error = sx_fork_lookup(&fc, irec->br_startoff, SX_BT_LE, &have_left);
+		error = sx_fork_lookup(fc, irec->br_startoff, SX_BT_LE, &have_left);
 		if (!error && have_left)
-			error = sx_bmap_get(&fc, &left);
+			error = sx_bmap_get(fc, &left);
 	}
 	if (error)
-		goto out;
-	if (have_left && SX_IS_CORRUPT(mp, sx_bmap_end(&left) > irec->br_startoff)) {
-		error = -EFSCORRUPTED;
-		goto out;
-	}
-	error = sx_bmap_add(&fc, irec, &left, have_left, &right, have_right);
+		return error;
+	if (have_left && SX_IS_CORRUPT(mp, sx_bmap_end(&left) > irec->br_startoff))
+		return -EFSCORRUPTED;
+	error = sx_bmap_add(fc, irec, &left, have_left, &right, have_right);
 	if (error)
-		goto out;
+		return error;
 	if (charge)
 		ip->i_nblocks += irec->br_blockcount;
-	error = sx_inode_log(tp, ip);
-out:
+	return log_ino ? sx_inode_log(tp, ip) : 0;
+}
+
+/* sx_bmap_map_fc() with a cursor of its own. */
+static int sx_bmap_map_charge(struct sx_trans *tp, struct sx_inode *ip,
+			      const struct sx_bmap_irec *irec, bool charge)
+{
+	struct sx_fork_cur fc;
+	int error;
+
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_map_fc(&fc, irec, charge, true);
 	sx_fork_cur_release(&fc);
 	return error;
 }
@@ -472,6 +493,12 @@ int sx_bmap_map_nocharge(struct sx_trans *tp, struct sx_inode *ip,
 			 const struct sx_bmap_irec *irec)
 {
 	return sx_bmap_map_charge(tp, ip, irec, false);
+}
+
+/* sx_bmap_map_nocharge() through the caller's cursor. */
+int sx_bmap_map_nocharge_cur(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec)
+{
+	return sx_bmap_map_fc(fc, irec, false, false);
 }
 
 /*
@@ -515,12 +542,16 @@ static void sx_bmap_split(const struct sx_bmap_irec *got, u64 off, u64 end,
 	p->bp_right.br_blockcount = (u32)(gend - cend);
 }
 
-/* Unmap the first mapped piece of [@off, @off + @len); @charge: take it off i_nblocks. */
-static int sx_bmap_unmap_charge(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
-				struct sx_bmap_irec *removed, bool charge)
+/*
+ * Unmap the first mapped piece of [@off, @off + @len) through cursor @fc;
+ * @charge: take it off i_nblocks; @log_ino: log the inode core at the end.
+ */
+static int sx_bmap_unmap_fc(struct sx_fork_cur *fc, u64 off, u64 len,
+			    struct sx_bmap_irec *removed, bool charge, bool log_ino)
 {
+	struct sx_trans *tp = fc->fc_tp;
+	struct sx_inode *ip = fc->fc_ip;
 	struct sx_bmap_pieces p;
-	struct sx_fork_cur fc;
 	struct sx_bmap_irec got;
 	u64 end = off + len;
 	bool found;
@@ -534,29 +565,38 @@ static int sx_bmap_unmap_charge(struct sx_trans *tp, struct sx_inode *ip, u64 of
 	removed->br_state = 0;
 	if (len == 0)
 		return 0;
-	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
-	error = sx_bmap_first_in(&fc, off, end, &got, &found);
+	error = sx_bmap_first_in(fc, off, end, &got, &found);
 	if (error || !found)
-		goto out;
+		return error;
 	sx_bmap_split(&got, off, end, &p);
 	if (p.bp_left.br_blockcount) {
 		/* the record keeps its key and shrinks to the left piece */
-		error = sx_bmap_update_at(&fc, got.br_startoff, &p.bp_left);
+		error = sx_bmap_update_at(fc, got.br_startoff, &p.bp_left);
 		if (!error && p.bp_right.br_blockcount)
-			error = sx_bmap_insert(&fc, &p.bp_right);
+			error = sx_bmap_insert(fc, &p.bp_right);
 	} else if (p.bp_right.br_blockcount) {
 		/* its key moves up to the right piece, still before the next */
-		error = sx_bmap_update_at(&fc, got.br_startoff, &p.bp_right);
+		error = sx_bmap_update_at(fc, got.br_startoff, &p.bp_right);
 	} else {
-		error = sx_bmap_delete_at(&fc, got.br_startoff);
+		error = sx_bmap_delete_at(fc, got.br_startoff);
 	}
 	if (error)
-		goto out;
+		return error;
 	*removed = p.bp_mid;
 	if (charge)
 		ip->i_nblocks -= p.bp_mid.br_blockcount;
-	error = sx_inode_log(tp, ip);
-out:
+	return log_ino ? sx_inode_log(tp, ip) : 0;
+}
+
+/* sx_bmap_unmap_fc() with a cursor of its own. */
+static int sx_bmap_unmap_charge(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
+				struct sx_bmap_irec *removed, bool charge)
+{
+	struct sx_fork_cur fc;
+	int error;
+
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_unmap_fc(&fc, off, len, removed, charge, true);
 	sx_fork_cur_release(&fc);
 	return error;
 }
@@ -573,6 +613,13 @@ int sx_bmap_unmap_one_nocharge(struct sx_trans *tp, struct sx_inode *ip, u64 off
 			       struct sx_bmap_irec *removed)
 {
 	return sx_bmap_unmap_charge(tp, ip, off, len, removed, false);
+}
+
+/* sx_bmap_unmap_one_nocharge() through the caller's cursor. */
+int sx_bmap_unmap_one_nocharge_cur(struct sx_fork_cur *fc, u64 off, u64 len,
+				   struct sx_bmap_irec *removed)
+{
+	return sx_bmap_unmap_fc(fc, off, len, removed, false, false);
 }
 
 /*

@@ -13,6 +13,7 @@
 
 struct sx_trans;
 struct sx_inode;
+struct sx_fork_cur;
 
 #define SX_HOLE			(~0ull)		/* br_startblock of a hole */
 
@@ -77,6 +78,26 @@ int sx_bmap_unmap_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len
 /** sx_bmap_unmap_one_nocharge() - sx_bmap_unmap_one() leaving i_nblocks alone (swaps) */
 int sx_bmap_unmap_one_nocharge(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
 			       struct sx_bmap_irec *removed);
+
+/*
+ * The same two through a cursor the caller keeps across the calls of one
+ * transaction (sx_fork_cur_init() on the extent map, sx_bmap_fork_ops), so
+ * that a change near the last one skips the walk from the fork's root: the
+ * swap's direct steps.  Release the cursor before the transaction commits,
+ * or let the commit drop its buffers in a transaction that keeps clean
+ * buffers joined (SX_TRANS_KEEP_CLEAN); after an error, start it afresh.
+ *
+ * These do not log the inode core at the end, as the others do: with the
+ * block count left alone, the only inode fields they change are the
+ * fork's (records, root, height, form, tree blocks), and the fork logs
+ * the inode whenever it changes those.  The caller must have joined the
+ * inode's block to the transaction (a swap's direct step does, for both
+ * inodes, before its first change), so that the transaction names the
+ * inode for fsync even when only a B+tree block changed.
+ */
+int sx_bmap_map_nocharge_cur(struct sx_fork_cur *fc, const struct sx_bmap_irec *irec);
+int sx_bmap_unmap_one_nocharge_cur(struct sx_fork_cur *fc, u64 off, u64 len,
+				   struct sx_bmap_irec *removed);
 
 /**
  * sx_bmap_set_state_one() - give the first mapped piece in [@off, +@len)

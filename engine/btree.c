@@ -423,6 +423,52 @@ static int bt_descend(struct sx_btree_cur *cur, u64 key, bool upper)
 }
 
 /*
+ * True if the path the cursor holds is the one bt_descend(@key, @upper)
+ * would walk: it starts at the root, each block is the child its parent's
+ * entry points at, and at each node that entry is the one the descent
+ * would take.  Changes made one after another near one place (a swap's
+ * exchanges, or a seek after a find) then skip the walk from the root
+ * and its block lookups; the comparisons read only blocks the cursor
+ * holds.
+ */
+static bool bt_path_leads_to(const struct sx_btree_cur *cur, u64 key, bool upper)
+{
+	u32 top = cur->bc_nlevels - 1, l;
+
+	if (cur->bc_nlevels == 0 || !cur->bc_levels[top].bl_bp ||
+	    cur->bc_levels[top].bl_bp->b_blkno != cur->bc_root)
+		return false;
+	for (l = top; l > 0; l--) {
+		const struct sx_btree_level *lv = &cur->bc_levels[l];
+		const struct sx_buf *child = cur->bc_levels[l - 1].bl_bp;
+		u32 n = bt_nrecs(lv->bl_bp), p = lv->bl_ptr;
+		u64 k;
+
+		if (!child || bt_level(lv->bl_bp) != l || p >= n ||
+		    bt_child(cur, lv->bl_bp, p) != child->b_blkno)
+			return false;
+		/* the descent takes the last entry below (upper: not above) @key, or the first */
+		k = bt_key(cur, lv->bl_bp, p);
+		if (p > 0 && (upper ? k > key : k >= key))
+			return false;
+		if (p + 1 < n) {
+			k = bt_key(cur, lv->bl_bp, p + 1);
+			if (upper ? k <= key : k < key)
+				return false;
+		}
+	}
+	return bt_level(cur->bc_levels[0].bl_bp) == 0;
+}
+
+/* bt_descend(), unless the cursor already holds the path it would walk. */
+static int bt_descend_near(struct sx_btree_cur *cur, u64 key, bool upper)
+{
+	if (bt_path_leads_to(cur, key, upper))
+		return 0;
+	return bt_descend(cur, key, upper);
+}
+
+/*
  * Move the cursor to the next entry at @level, going up the path as far as
  * needed and back down to @level (levels below are the caller's).
  */
@@ -520,7 +566,7 @@ int sx_btree_lookup(struct sx_btree_cur *cur, u64 key, enum sx_btree_dir dir, bo
 	int error;
 
 	*found = false;
-	error = bt_descend(cur, key, dir == SX_BT_LE);
+	error = bt_descend_near(cur, key, dir == SX_BT_LE);
 	if (error || cur->bc_nlevels == 0)
 		return error;
 	n = bt_nrecs(leaf->bl_bp);
@@ -819,7 +865,7 @@ int sx_btree_insert(struct sx_btree_cur *cur, const void *rec)
 		return error;
 	if (cur->bc_nlevels == 0)
 		return bt_insert_first(cur, rec);
-	error = bt_descend(cur, key, true);
+	error = bt_descend_near(cur, key, true);
 	if (error)
 		return error;
 	top = cur->bc_nlevels - 1;

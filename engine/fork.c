@@ -126,13 +126,21 @@ static int fork_check_format(const struct sx_fork_cur *fc)
 	return 0;
 }
 
-/* Before positioning: follow the fork if it changed form since cur_init. */
+/*
+ * Before positioning: follow the fork if it changed form or root since
+ * cur_init.  A B+tree cursor still on the fork's tree keeps its path, so
+ * that the B+tree can reuse it when the new position is near the old one.
+ */
 static int fork_resync(struct sx_fork_cur *fc)
 {
+	struct sx_inode *ip = fc->fc_ip;
 	int error = fork_check_format(fc);
 
 	if (error)
 		return error;
+	if (fc->fc_btree && ip->i_format == SX_DIF_BTREE &&
+	    fc->fc_bt.bc_root == ip->i_broot && fc->fc_bt.bc_nlevels == fork_bt_levels(ip))
+		return 0;
 	sx_btree_cur_release(&fc->fc_bt);
 	fc->fc_btree = fc->fc_ip->i_format == SX_DIF_BTREE;
 	fork_bt_init(fc);

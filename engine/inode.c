@@ -427,6 +427,7 @@ int sx_icache_init(struct sx_mount *mp, const struct sx_inode_ops *ops)
 /* Free an in-core inode's memory. */
 static void ic_free_inode(struct sx_inode *ip)
 {
+	sx_free(ip->i_swap_cur);		/* a swap host's cursor, if one is left */
 	sx_rwsem_destroy(&ip->i_iolock);
 	sx_mutex_destroy(&ip->i_ilock);
 	sx_free(ip);

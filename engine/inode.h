@@ -17,6 +17,7 @@
 struct sx_trans;
 struct sx_buf;
 struct sx_sb;
+struct sx_shost_cur;
 
 /* Lock modes of sx_ilock(). */
 enum {
@@ -59,6 +60,7 @@ struct sx_inode {
 	struct sx_hinode i_hinode;		/* hi_host: the mount's m_host */
 	struct sx_inode	*i_swap_peer;		/* set by the swap holding the iolock */
 	bool		i_swap_ilocked;		/* that swap holds the ilock too */
+	struct sx_shost_cur *i_swap_cur;	/* its direct steps' fork cursor (swap_host.c) */
 	/* commit sequence of the last transaction that changed it (trans.c) */
 	struct sx_atomic64 i_commit_seq;
 };

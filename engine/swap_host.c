@@ -128,6 +128,8 @@ static int sx_shost_lock_two(struct sx_hinode *h1, struct sx_hinode *h2)
 	return 0;
 }
 
+static void sx_shost_cur_free(struct sx_inode *ip);
+
 /* Undo sx_shost_lock_two() and drop the ilocks if a change took them. */
 static void sx_shost_unlock_two(struct sx_hinode *h1, struct sx_hinode *h2)
 {
@@ -141,6 +143,8 @@ static void sx_shost_unlock_two(struct sx_hinode *h1, struct sx_hinode *h2)
 	}
 	a->i_swap_peer = NULL;
 	b->i_swap_peer = NULL;
+	sx_shost_cur_free(a);
+	sx_shost_cur_free(b);
 	sx_iunlock_two(a, b, SX_IOLOCK_EXCL);
 }
 
@@ -531,6 +535,59 @@ static int sx_shost_direct_join(struct sx_trans *tp, struct sx_inode *ip)
 	return error;
 }
 
+/*
+ * The fork cursor of an inode's direct changes in one transaction.  A
+ * step's exchanges change each fork at one place after another, mostly in
+ * the same leaf: the cursor keeps its path between the calls, and the
+ * B+tree walks from the root only when the next change is elsewhere
+ * (btree.c checks the path against the blocks it holds).  The transaction
+ * keeps every block the cursor holds joined until it commits
+ * (SX_TRANS_KEEP_CLEAN, sx_shost_direct_join()), so the cursor needs no
+ * release: one of another transaction (its number, t_tid, tells) is
+ * started afresh.
+ */
+struct sx_shost_cur {
+	struct sx_trans		*sc_tp;		/* NULL: start afresh */
+	u64			sc_tid;
+	struct sx_fork_cur	sc_fc;
+	/* sx_bmap_res_bytes() of the fork's shape sc_res_shape (sx_shost_bmap_res()) */
+	u64			sc_res_shape;
+	u32			sc_res;
+};
+
+/* @ip's cursor for a direct change in @tp, or NULL (no memory: go without). */
+static struct sx_fork_cur *sx_shost_cur(struct sx_trans *tp, struct sx_inode *ip)
+{
+	struct sx_shost_cur *sc = ip->i_swap_cur;
+
+	if (!sc) {
+		sc = sx_zalloc(sizeof(*sc), SX_NOFS);
+		if (!sc)
+			return NULL;
+		ip->i_swap_cur = sc;
+	}
+	if (sc->sc_tp != tp || sc->sc_tid != tp->t_tid) {
+		sx_fork_cur_init(&sc->sc_fc, ip, tp, &sx_bmap_fork_ops);
+		sc->sc_tp = tp;
+		sc->sc_tid = tp->t_tid;
+	}
+	return &sc->sc_fc;
+}
+
+/* A change through @ip's cursor failed: its position means nothing now. */
+static void sx_shost_cur_reset(struct sx_inode *ip)
+{
+	if (ip->i_swap_cur)
+		ip->i_swap_cur->sc_tp = NULL;
+}
+
+/* The swap is over: drop the cursors (their buffers are the transactions'). */
+static void sx_shost_cur_free(struct sx_inode *ip)
+{
+	sx_free(ip->i_swap_cur);
+	ip->i_swap_cur = NULL;
+}
+
 /* Remove the piece @map from @ip's fork now; its blocks change owner. */
 static int sx_shost_unmap_now(struct sx_htrans *htp, struct sx_hinode *hi,
 			      const struct sx_hmap *map)
@@ -538,16 +595,25 @@ static int sx_shost_unmap_now(struct sx_htrans *htp, struct sx_hinode *hi,
 	struct sx_trans *tp = sx_shost_tp(htp);
 	struct sx_inode *ip = sx_shost_ip(hi);
 	struct sx_bmap_irec irec, got;
+	struct sx_fork_cur *fc;
 	int error;
 
 	error = sx_shost_irec(map, &irec);
 	if (!error)
 		error = sx_shost_direct_join(tp, ip);
-	if (!error)
-		error = sx_bmap_unmap_one_nocharge(tp, ip, irec.br_startoff, irec.br_blockcount,
-						   &got);
 	if (error)
 		return error;
+	fc = sx_shost_cur(tp, ip);
+	if (fc)
+		error = sx_bmap_unmap_one_nocharge_cur(fc, irec.br_startoff, irec.br_blockcount,
+						       &got);
+	else
+		error = sx_bmap_unmap_one_nocharge(tp, ip, irec.br_startoff, irec.br_blockcount,
+						   &got);
+	if (error) {
+		sx_shost_cur_reset(ip);
+		return error;
+	}
 	/* the core read this piece: anything else means the map changed */
 	if (SX_IS_CORRUPT(ip->i_mp, got.br_startoff != irec.br_startoff ||
 			  got.br_blockcount != irec.br_blockcount ||
@@ -564,13 +630,21 @@ static int sx_shost_map_now(struct sx_htrans *htp, struct sx_hinode *hi,
 	struct sx_trans *tp = sx_shost_tp(htp);
 	struct sx_inode *ip = sx_shost_ip(hi);
 	struct sx_bmap_irec irec;
+	struct sx_fork_cur *fc;
 	int error;
 
 	error = sx_shost_irec(map, &irec);
 	if (!error)
 		error = sx_shost_direct_join(tp, ip);
-	if (!error)
+	if (error)
+		return error;
+	fc = sx_shost_cur(tp, ip);
+	if (fc)
+		error = sx_bmap_map_nocharge_cur(fc, &irec);
+	else
 		error = sx_bmap_map_nocharge(tp, ip, &irec);
+	if (error)
+		sx_shost_cur_reset(ip);
 	return error;
 }
 
@@ -582,12 +656,36 @@ static int sx_shost_map_now(struct sx_htrans *htp, struct sx_hinode *hi,
  * bytes the transaction has used so far (trans.c charges a buffer once
  * however often it is logged).
  */
+/*
+ * sx_bmap_res_bytes() of @ip, asked before each exchange of a step, where
+ * the fork's shape mostly stays the same: what it depends on (the form,
+ * and the height of a tree or the record count of an inline fork) is
+ * remembered with the answer in the inode's cursor, when it has one.
+ */
+static u32 sx_shost_bmap_res(struct sx_inode *ip)
+{
+	struct sx_shost_cur *sc = ip->i_swap_cur;
+	u64 shape;
+
+	if (!sc)
+		return sx_bmap_res_bytes(ip->i_mp, ip);
+	if (ip->i_format == SX_DIF_BTREE)
+		shape = (1ull << 63) | (ip->i_broot ? ip->i_blevel + 1 : 0);
+	else
+		shape = ip->i_nrecs;
+	/* sc_res 0: not known yet (no call needs 0 bytes) */
+	if (sc->sc_res == 0 || sc->sc_res_shape != shape) {
+		sc->sc_res = sx_bmap_res_bytes(ip->i_mp, ip);
+		sc->sc_res_shape = shape;
+	}
+	return sc->sc_res;
+}
+
 static bool sx_shost_step_room(struct sx_htrans *htp, struct sx_hinode *h1, struct sx_hinode *h2)
 {
 	struct sx_trans *tp = sx_shost_tp(htp);
-	struct sx_mount *mp = tp->t_mp;
 	struct sx_inode *ip1 = sx_shost_ip(h1), *ip2 = sx_shost_ip(h2);
-	u32 need = 2 * (sx_bmap_res_bytes(mp, ip1) + sx_bmap_res_bytes(mp, ip2)) +
+	u32 need = 2 * (sx_shost_bmap_res(ip1) + sx_shost_bmap_res(ip2)) +
 		   sx_trans_op_bytes(sizeof(struct sx_dlog_sxi));
 
 	return sx_trans_space(tp) >= need;
