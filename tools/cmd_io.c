@@ -54,6 +54,19 @@ static int io_num(const char *arg, u64 *v)
 	return tool_parse_size(arg, v);
 }
 
+/* The last two arguments, from argv[@i] on, as OFF LEN; -EINVAL unless exactly two. */
+static int io_off_len(int argc, char **argv, int i, u64 *off, u64 *len)
+{
+	int error;
+
+	if (argc - i != 2)
+		return -EINVAL;
+	error = io_num(argv[i], off);
+	if (!error)
+		error = io_num(argv[i + 1], len);
+	return error;
+}
+
 /* Remember a newly opened descriptor and make it the current file. */
 static int io_add_file(struct io_state *s, int fd, const char *name)
 {
@@ -172,11 +185,7 @@ static int io_pwrite(struct io_state *s, int argc, char **argv)
 			return -EINVAL;
 		i = 3;
 	}
-	if (argc - i != 2)
-		return -EINVAL;
-	error = io_num(argv[i], &off);
-	if (!error)
-		error = io_num(argv[i + 1], &len);
+	error = io_off_len(argc, argv, i, &off, &len);
 	if (error)
 		return error;
 	buf = malloc(IO_CHUNK);
@@ -232,11 +241,7 @@ static int io_pread(struct io_state *s, int argc, char **argv)
 	u8 *buf;
 	s64 r;
 
-	if (argc - i != 2)
-		return -EINVAL;
-	error = io_num(argv[i], &off);
-	if (!error)
-		error = io_num(argv[i + 1], &len);
+	error = io_off_len(argc, argv, i, &off, &len);
 	if (error)
 		return error;
 	buf = malloc(IO_CHUNK);
@@ -563,11 +568,7 @@ static int io_awrite(struct io_state *s, int argc, char **argv)
 	i = io_aflags(argc, argv, &pat, &flags, true);
 	if (i < 0)
 		return i;
-	if (argc - i != 2)
-		return -EINVAL;
-	error = io_num(argv[i], &off);
-	if (!error)
-		error = io_num(argv[i + 1], &len);
+	error = io_off_len(argc, argv, i, &off, &len);
 	if (error)
 		return error;
 	if (len > IO_AWRITE_MAX)
