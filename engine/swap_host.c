@@ -588,6 +588,25 @@ static void sx_shost_cur_free(struct sx_inode *ip)
 	ip->i_swap_cur = NULL;
 }
 
+/*
+ * Before a direct step changes @ip's fork: @map as a record, @ip joined
+ * to @tp, and the step's kept cursor on the fork (*@fcp NULL if none).
+ */
+static int sx_shost_now_begin(struct sx_trans *tp, struct sx_inode *ip,
+			      const struct sx_hmap *map, struct sx_bmap_irec *irec,
+			      struct sx_fork_cur **fcp)
+{
+	int error;
+
+	error = sx_shost_irec(map, irec);
+	if (!error)
+		error = sx_shost_direct_join(tp, ip);
+	if (error)
+		return error;
+	*fcp = sx_shost_cur(tp, ip);
+	return 0;
+}
+
 /* Remove the piece @map from @ip's fork now; its blocks change owner. */
 static int sx_shost_unmap_now(struct sx_htrans *htp, struct sx_hinode *hi,
 			      const struct sx_hmap *map)
@@ -598,12 +617,9 @@ static int sx_shost_unmap_now(struct sx_htrans *htp, struct sx_hinode *hi,
 	struct sx_fork_cur *fc;
 	int error;
 
-	error = sx_shost_irec(map, &irec);
-	if (!error)
-		error = sx_shost_direct_join(tp, ip);
+	error = sx_shost_now_begin(tp, ip, map, &irec, &fc);
 	if (error)
 		return error;
-	fc = sx_shost_cur(tp, ip);
 	if (fc)
 		error = sx_bmap_unmap_one_nocharge_cur(fc, irec.br_startoff, irec.br_blockcount,
 						       &got);
@@ -633,12 +649,9 @@ static int sx_shost_map_now(struct sx_htrans *htp, struct sx_hinode *hi,
 	struct sx_fork_cur *fc;
 	int error;
 
-	error = sx_shost_irec(map, &irec);
-	if (!error)
-		error = sx_shost_direct_join(tp, ip);
+	error = sx_shost_now_begin(tp, ip, map, &irec, &fc);
 	if (error)
 		return error;
-	fc = sx_shost_cur(tp, ip);
 	if (fc)
 		error = sx_bmap_map_nocharge_cur(fc, &irec);
 	else
