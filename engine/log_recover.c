@@ -702,14 +702,11 @@ static void sx_recover_free(struct sx_recover *rc)
 	struct sx_list *pos, *n;
 	int i;
 
+	sx_recover_reset(rc);
 	for (i = 0; i < SX_RHASH; i++) {
 		sx_list_for_each_safe(pos, n, &rc->rc_bufs[i]) {
 			sx_list_del(pos);
 			sx_free(sx_list_entry(pos, struct sx_rbuf, rb_hash));
-		}
-		sx_list_for_each_safe(pos, n, &rc->rc_cancels[i]) {
-			sx_list_del(pos);
-			sx_free(sx_list_entry(pos, struct sx_rcancel, cn_hash));
 		}
 	}
 	sx_list_for_each_safe(pos, n, &rc->rc_intents) {
