@@ -324,8 +324,12 @@ static void sx_cd_cut(struct sx_crashdev *cd, enum sx_crash_mode mode)
 		return;
 
 	/* fates first, in issue order, so the seed alone decides them */
-	for (cw = cd->cd_vhead; cw; cw = cw->cw_next)
-		cw->cw_keep = sx_cd_fate(cd, cw, mode);
+	for (cw = cd->cd_vhead; cw; cw = cw->cw_next) {
+		if (mode == SX_CRASH_NEWEST)
+			cw->cw_keep = cw->cw_next ? 0 : cw->cw_len;
+		else
+			cw->cw_keep = sx_cd_fate(cd, cw, mode);
+	}
 	for (cw = cd->cd_vhead; cw; cw = cw->cw_next)
 		sx_cd_apply_write(cd, cw);
 

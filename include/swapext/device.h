@@ -39,6 +39,8 @@ enum sx_crash_mode {
 	SX_CRASH_DROP,		/* none did */
 	SX_CRASH_TEAR,		/* each reached it up to a random sector boundary */
 	SX_CRASH_RANDOM,	/* each independently kept, dropped or torn */
+	SX_CRASH_NEWEST,	/* only the newest (the one in flight at a cut) did:
+				 * the worst reordering a volatile cache may do */
 };
 
 enum sx_io_kind {

@@ -40,9 +40,9 @@ u32 sxf_jobs(void)
 
 const char *sxf_mode_name(enum sx_crash_mode mode)
 {
-	static const char *const names[] = { "keep", "drop", "tear", "random" };
+	static const char *const names[] = { "keep", "drop", "tear", "random", "newest" };
 
-	return (unsigned int)mode < 4 ? names[mode] : "?";
+	return (unsigned int)mode < ARRAY_SIZE(names) ? names[mode] : "?";
 }
 
 /* Collect one child; @block: wait for it. */

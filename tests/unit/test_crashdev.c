@@ -613,6 +613,29 @@ static void test_cut_at_write_keep(void **state)
 	assert_tags(fx->fx_lower, 2, 4, 4);
 }
 
+/*
+ * Only the newest: the write in flight reaches the media and every earlier
+ * volatile write is lost, even one under it; flushed and FUA writes stay.
+ */
+static void test_cut_at_write_newest(void **state)
+{
+	struct fixture *fx = *state;
+
+	sx_crashdev_cut_at_write(fx->fx_cd, 5, SX_CRASH_NEWEST);
+	assert_int_equal(wr(fx->fx_bd, 0, 1, 2, 0), 0);
+	assert_int_equal(fx->fx_bd->bd_ops->flush(fx->fx_bd), 0);
+	assert_int_equal(wr(fx->fx_bd, 1, 2, 3, 0), 0);
+	assert_int_equal(wr(fx->fx_bd, 8, 1, 5, SX_BDEV_FUA), 0);
+	assert_int_equal(wr(fx->fx_bd, 4, 2, 6, 0), 0);
+	assert_int_equal(wr(fx->fx_bd, 2, 3, 4, 0), -EIO);
+	assert_dead(fx);
+	assert_tags(fx->fx_lower, 0, 1, 2);
+	assert_tags(fx->fx_lower, 1, 1, 0);
+	assert_tags(fx->fx_lower, 2, 3, 4);
+	assert_tags(fx->fx_lower, 5, 1, 0);
+	assert_tags(fx->fx_lower, 8, 1, 5);
+}
+
 /* An in-flight FUA write gets a fate like any other; earlier FUA stays. */
 static void test_cut_at_fua_write(void **state)
 {
@@ -1006,6 +1029,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fua, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_at_write_drop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_at_write_keep, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_at_write_newest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_at_fua_write, setup, teardown),
 		cmocka_unit_test(test_cut_at_write_tear),
 		cmocka_unit_test_setup_teardown(test_cut_at_write_disarm, setup, teardown),
