@@ -55,46 +55,11 @@
 #include "mount.h"
 #include "dev.h"
 #include "swap_host.h"
+#include "file_atomic.h"
 #include <swapext/swapext.h>
 
 /* Mode of a twin: it never gets a name. */
 #define SX_AW_TWIN_MODE		(SX_IFREG | 0600)
-
-/* One file written, and its twin. */
-struct sx_aw_file {
-	struct sx_inode	*f_ip;		/* referenced */
-	struct sx_inode	*f_tip;		/* the twin, referenced; NULL until made */
-	int		f_tfd;		/* the twin's descriptor, or -1 */
-	u64		f_oldsize;
-	u64		f_newsize;
-	u64		f_pieces;	/* pieces the fast path would remap */
-};
-
-/* One range with bytes to write. */
-struct sx_aw_range {
-	u32		r_file;		/* index into the files */
-	u32		r_iov;
-	u64		r_off;
-	u64		r_len;
-};
-
-/* The state of one call. */
-struct sx_aw {
-	struct sx_mount		*a_mp;
-	const struct sx_atomic_iov *a_iov;
-	u32			a_n;
-	struct sx_aw_file	*a_files;
-	u32			a_nfiles;
-	struct sx_aw_range	*a_ranges;
-	u32			a_nranges;
-	struct sx_hswap		*a_sw;
-	u32			a_nsw;
-	struct sx_inode		**a_lock;	/* files and twins, by inode number */
-	u32			a_nlock;
-	bool			a_iolocked;	/* the files' iolocks */
-	bool			a_tiolocked;	/* the twins' iolocks */
-	u8			*a_blk;		/* one block */
-};
 
 /* Whether the file @ip may be written atomically: the swap's errnos. */
 static int sx_aw_check_flags(const struct sx_inode *ip)
@@ -264,11 +229,8 @@ static int sx_aw_put(struct sx_aw *aw, struct sx_aw_file *f, const void *buf, u6
 	return 0;
 }
 
-/*
- * Copy into the twin the old bytes of file block @fb of @f (up to the old
- * EOF), for a range that covers only part of the block.
- */
-static int sx_aw_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb)
+/* Read the old bytes of file block @fb of @f up to its old EOF into @buf. */
+int sx_aw_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb, u8 *buf)
 {
 	u64 bs = aw->a_mp->m_bsize, pos = fb * bs, len;
 	s64 n;
@@ -276,12 +238,29 @@ static int sx_aw_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb)
 	if (pos >= f->f_oldsize)
 		return 0;
 	len = sx_min(bs, f->f_oldsize - pos);
-	n = sx_file_read(f->f_ip, aw->a_blk, len, pos);
+	n = sx_file_read(f->f_ip, buf, len, pos);
 	if (n < 0)
 		return (int)n;
 	if ((u64)n != len)
 		return -EIO;
-	return sx_aw_put(aw, f, aw->a_blk, len, pos);
+	return 0;
+}
+
+/*
+ * Copy into the twin the old bytes of file block @fb of @f (up to the old
+ * EOF), for a range that covers only part of the block.
+ */
+static int sx_aw_twin_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb)
+{
+	u64 bs = aw->a_mp->m_bsize, pos = fb * bs;
+	int error;
+
+	if (pos >= f->f_oldsize)
+		return 0;
+	error = sx_aw_copy_old(aw, f, fb, aw->a_blk);
+	if (error)
+		return error;
+	return sx_aw_put(aw, f, aw->a_blk, sx_min(bs, f->f_oldsize - pos), pos);
 }
 
 /*
@@ -301,13 +280,13 @@ static int sx_aw_fill(struct sx_aw *aw)
 		u64 end = r->r_off + r->r_len;
 
 		if (r->r_off % bs) {
-			error = sx_aw_copy_old(aw, f, r->r_off / bs);
+			error = sx_aw_twin_copy_old(aw, f, r->r_off / bs);
 			if (error)
 				return error;
 		}
 		/* the last block, unless it is the first one, copied already */
 		if (end % bs && !((r->r_off % bs) && end / bs == r->r_off / bs)) {
-			error = sx_aw_copy_old(aw, f, end / bs);
+			error = sx_aw_twin_copy_old(aw, f, end / bs);
 			if (error)
 				return error;
 		}
@@ -843,6 +822,9 @@ SX_API int sx_atomic_writev(struct sx_mount *mp, const struct sx_atomic_iov *iov
 
 	error = sx_aw_lock_files(&aw);
 	if (error || aw.a_nranges == 0)
+		return sx_aw_release(&aw, error);
+	error = sx_aw_direct(&aw, flags);
+	if (error <= 0)
 		return sx_aw_release(&aw, error);
 	error = sx_aw_twins(&aw);
 	if (error)

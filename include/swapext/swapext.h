@@ -473,18 +473,24 @@ SX_API int sx_update_cancel(struct sx_mount *mp, struct sx_update *upd);
  * its old bytes or all of the new, after a crash too, with no limit on
  * size or alignment; or several ranges of several files as one change.
  *
- * How: the new bytes go out of place, into new blocks of a nameless file
- * made for each file written (at the same file offsets; the old bytes of
- * partial first and last blocks copied in around them), and one
- * transaction then queues one swap intent (SXI, the atomic swap's) for
- * each run of blocks written, all of them, whatever the number of files
- * and ranges.  Once that transaction is in the log, recovery finishes
- * every swap it promised; before it, nothing has changed.  A change of a
- * few mappings (at most 16 pieces) is remapped in that one transaction
- * directly, without intents.  A write that
- * extends a file sets the new size in the swap that maps its last block,
- * so size and data change together.  The nameless files, which then hold
- * the old blocks, are freed at the end (or by recovery).  Needs the
+ * How: the new bytes always go out of place, into new blocks.  A small
+ * change (at most 1 MiB of blocks, a few mappings) of files that share no
+ * blocks is written into blocks allocated by one transaction, which also
+ * frees the old blocks and maps the new ones in their place: one
+ * transaction, all or nothing.  Otherwise the new blocks belong to a
+ * nameless file made for each file written (at the same file offsets; the
+ * old bytes of partial first and last blocks copied in around them), and
+ * one transaction then queues one swap intent (SXI, the atomic swap's)
+ * for each run of blocks written, all of them, whatever the number of
+ * files and ranges.  Once that transaction is in the log, recovery
+ * finishes every swap it promised; before it, nothing has changed.  A
+ * change of a few mappings (at most 16 pieces) is remapped in that one
+ * transaction directly, without intents.  A write that extends a file
+ * sets the new size in the swap that maps its last block, so size and
+ * data change together.  The nameless files, which then hold the old
+ * blocks, are freed at the end (or by recovery).  Either way the new data
+ * is listed with its checksum in the log force that makes the change
+ * durable, so data and log share one device flush.  Needs the
  * atomic_swap feature (mkfs -O atomic_swap).  Concurrent writers, readers
  * and swaps of the files written wait for the call to finish.
  *
@@ -508,8 +514,14 @@ enum {
 	 * one plain transaction (for tests and benchmarks of that path).
 	 */
 	SX_ATOMIC_CHAIN		= (1u << 1),
+	/*
+	 * Write through the nameless twins even when the new blocks could
+	 * be mapped straight into the files (for tests and benchmarks of
+	 * that path).
+	 */
+	SX_ATOMIC_TWIN		= (1u << 2),
 };
-#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC | SX_ATOMIC_CHAIN)
+#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC | SX_ATOMIC_CHAIN | SX_ATOMIC_TWIN)
 
 /**
  * struct sx_atomic_iov - one range of sx_atomic_writev()

@@ -10,17 +10,21 @@
  *     block and one growing it, a multi-extent range of b, c grown far;
  *  3. a small vectored write over the three files, a growing too;
  *  4. a large atomic write of b that grows it, over its many extents.
- * Small changes (1 and 3) are remapped in one plain transaction; the
- * whole sequence runs again with SX_ATOMIC_CHAIN, everything through the
+ * Small changes of few pieces (1 and 3) go straight into new blocks in
+ * one transaction, the others through twins; the whole sequence runs
+ * again with SX_ATOMIC_TWIN (small changes remapped from twins in one
+ * plain transaction) and with SX_ATOMIC_CHAIN, everything through the
  * swap intents.
  * Each call is durable when it returns; the sequence runs again with
  * SX_ATOMIC_NOSYNC and one sx_sync() at the end, so that one force writes
  * the four calls' transactions and data manifest as a group, which the
  * cuts then tear anywhere (group commit cut mid-group): the files must
- * still show the state after a prefix of the calls, the same for all.  The power is cut at every device
- * write of the sequence (normal level; every 4th with quick), the volatile
- * writes kept, dropped or torn in turn (long: every write in each mode,
- * and the recovery itself cut).  After recovery the three files equal, in
+ * still show the state after a prefix of the calls, the same for all.
+ * The power is cut at every device write of the sequence, the volatile
+ * writes kept, dropped, torn, each given a random fate, and all lost but
+ * the newest (the last two keep records whose data was lost: the data
+ * manifest must catch it); quick: every 4th write, one fate each; long:
+ * the recovery itself cut too.  After recovery the three files equal, in
  * size and every byte, the models after some number k of the calls, the
  * same k for all three (the vectored write all or nothing across files),
  * k between the last call that was durable when it returned (with
@@ -66,7 +70,7 @@ static const struct rng ops[NOPS][6] = {
 static struct state st[NOPS + 1];
 static u8 *opbuf[NOPS][6];
 static struct sx_bdev *pristine;
-static u32 xflags;		/* SX_ATOMIC_CHAIN, SX_ATOMIC_NOSYNC or none */
+static u32 xflags;		/* SX_ATOMIC_CHAIN or _TWIN, SX_ATOMIC_NOSYNC, or none */
 
 /* Fill @buf with bytes of a fixed sequence seeded @seed, never zero. */
 static void rfill(u8 *buf, u64 len, u64 seed)
@@ -277,6 +281,11 @@ static int files_ok(struct sx_mount *mp, const void *arg, const char *what)
 
 static u64 in_op;
 
+/* Random and newest-only fates keep a write and drop earlier ones: a record without its data. */
+static const enum sx_crash_mode all_modes[] = {
+	SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR, SX_CRASH_RANDOM, SX_CRASH_NEWEST,
+};
+
 static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 {
 	struct run *r = arg;
@@ -318,13 +327,19 @@ int main(void)
 
 	sxc_start();
 	cuts.step = sxc_pick(4, 1, 1);
-	cuts.per_point = sxc_pick(1, 1, 3);
+	cuts.modes = all_modes;
+	cuts.nmodes = ARRAY_SIZE(all_modes);
+	cuts.per_point = sxc_pick(1, 5, 5);
 	make_states();
-	for (mode = 0; mode < 8; mode++) {
+	for (mode = 0; mode < 16; mode++) {
+		if ((mode & 2) && (mode & 8))
+			continue;	/* the intents always go through twins */
 		wl_opts.mo_flags = (mode & 1) ? SX_MOUNT_LOG_EACH : 0;
-		xflags = ((mode & 2) ? SX_ATOMIC_CHAIN : 0) | ((mode & 4) ? SX_ATOMIC_NOSYNC : 0);
-		printf("%s%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
+		xflags = ((mode & 2) ? SX_ATOMIC_CHAIN : 0) | ((mode & 4) ? SX_ATOMIC_NOSYNC : 0) |
+			 ((mode & 8) ? SX_ATOMIC_TWIN : 0);
+		printf("%s%s%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
 		       "the log's default queue", (mode & 2) ? ", every write by intents" : "",
+		       (mode & 8) ? ", every write through twins" : "",
 		       (mode & 4) ? ", not synced until one sync at the end" : "");
 		img = sxt_bdev_copy(pristine);
 		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);

@@ -14,8 +14,11 @@
  * write and of a vectored write failing in turn: the call fails with the
  * injected error or succeeds, the remounted files are all old or all new
  * (all new when it succeeded), the checker is clean and nothing stays
- * allocated.  Every case runs twice: small writes remapped in one plain
- * transaction, and everything through the swap intents (SX_ATOMIC_CHAIN).
+ * allocated.  Every case runs three times: small writes of unshared files
+ * straight into new blocks (one transaction), through twins remapped in
+ * one plain transaction (SX_ATOMIC_TWIN), and everything through the swap
+ * intents (SX_ATOMIC_CHAIN).  The direct write is one transaction, and
+ * gives way to the twins for shared files and fragmented free space.
  * Fixed seeds.
  */
 #include <stdarg.h>
@@ -29,6 +32,7 @@
 #include "sxswap.h"
 #include "sxcrash.h"
 #include "dev.h"
+#include "log.h"
 
 #define MIB	(1ull << 20)
 #define BS	1024u
@@ -165,6 +169,13 @@ static int setup_fs(bool atomic)
 static int setup(void **state)
 {
 	xflags = 0;
+	return setup_fs(true);
+}
+
+/* The same, every write through the twins (SX_ATOMIC_TWIN). */
+static int setup_twin(void **state)
+{
+	xflags = SX_ATOMIC_TWIN;
 	return setup_fs(true);
 }
 
@@ -510,6 +521,104 @@ static void test_concurrent(void **state)
 	verify_all();
 }
 
+/* ------------------------------------------------------------ the direct write */
+
+/* Transactions committed so far. */
+static u64 trans_count(void)
+{
+	struct sx_log_stats ls;
+
+	sx_log_get_stats(mp, &ls);
+	return ls.ls_trans;
+}
+
+/*
+ * Small writes of unshared files are one transaction each, whatever their
+ * alignment, over holes, past EOF or over several files; the twins take
+ * more (SX_ATOMIC_TWIN), and so does a file that shares blocks.
+ */
+static void test_direct_one_trans(void **state)
+{
+	static const u64 cases[][3] = {	/* file, offset, length */
+		{ 0, 0, BS }, { 0, 3 * BS + 17, 5 * BS + 901 }, { 0, 10 * BS, 2 * BS },
+		{ 1, 19 * BS + 1000, 3 * BS }, { 2, 7, 1 },
+	};
+	struct sx_atomic_iov v[3];
+	u8 buf[3][100];
+	u64 t0;
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		t0 = trans_count();
+		assert_int_equal(aw(&F[cases[i][0]], cases[i][1], cases[i][2], 0), 0);
+		assert_int_equal(trans_count() - t0, 1);
+		verify_all();
+	}
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < 3; i++) {
+		rfill(buf[i], sizeof(buf[i]));
+		v[i].ai_fd = F[i].fd;
+		v[i].ai_buf = buf[i];
+		v[i].ai_len = sizeof(buf[i]);
+		v[i].ai_off = 2 * BS - 50 + i;
+	}
+	t0 = trans_count();
+	assert_int_equal(sx_atomic_writev(mp, v, 3, 0), 0);
+	assert_int_equal(trans_count() - t0, 1);
+	for (i = 0; i < 3; i++)
+		model_write(&F[i], buf[i], sizeof(buf[i]), v[i].ai_off);
+	t0 = trans_count();
+	assert_int_equal(aw(&F[0], 5 * BS, BS, SX_ATOMIC_TWIN), 0);
+	assert_true(trans_count() - t0 > 1);
+	assert_int_equal(sx_clone(mp, F[2].fd, F[1].fd), 0);
+	memcpy(F[2].b, F[1].b, F[1].size);
+	F[2].size = F[1].size;
+	t0 = trans_count();
+	assert_int_equal(aw(&F[1], 5 * BS, BS, 0), 0);
+	assert_true(trans_count() - t0 > 1);
+	verify_all();
+	remount();
+	verify_all();
+}
+
+/*
+ * Free space in single blocks: a write needing more extents than its
+ * transaction holds gives way to the twins, with nothing left of its
+ * allocations; one that fits stays one transaction.  The checker
+ * (teardown) sees every block accounted for.
+ */
+static void test_direct_fragmented(void **state)
+{
+	struct mf *c = &F[2];
+	u64 fr, t0, i, n;
+	int fd;
+
+	/* a file over nearly all free space, then every other block punched */
+	fr = free_blocks();
+	n = (fr - 8) & ~1ull;
+	assert_int_equal(sx_create(mp, "filler", 0644, &fd), 0);
+	assert_int_equal(sx_fallocate(mp, fd, 0, n * BS), 0);
+	for (i = 0; i < n; i += 2)
+		assert_int_equal(sx_punch(mp, fd, i * BS, BS), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	fr = free_blocks();
+
+	/* 4 blocks in 4 pieces: within what one transaction holds */
+	t0 = trans_count();
+	assert_int_equal(aw(c, 0, 4 * BS, 0), 0);
+	assert_int_equal(trans_count() - t0, 1);
+	assert_int_equal(free_blocks(), fr - 4);
+	/* 20 blocks in 20 pieces: the twins */
+	t0 = trans_count();
+	assert_int_equal(aw(c, 4 * BS + 3, 20 * BS - 6, 0), 0);
+	assert_true(trans_count() - t0 > 1);
+	assert_int_equal(free_blocks(), fr - 24);
+	verify_all();
+	assert_int_equal(sx_close(mp, fd), 0);
+	remount();
+	verify_all();
+}
+
 /* ------------------------------------------------------------ errors */
 
 /* Every refusal leaves every file and the free space as they were. */
@@ -787,39 +896,57 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_overwrite, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_holes, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_shared, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_unwritten, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_extend, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_large, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_writev, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_writev_max, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_direct_one_trans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_direct_fragmented, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test(test_writev_small_log),
 		cmocka_unit_test_setup_teardown(test_noatomic, setup_noatomic, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_chain, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_twin, teardown),
 	};
 
 	sxt_quiet();

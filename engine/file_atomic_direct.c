@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Atomic writes straight into new blocks: the common case of
+ * sx_atomic_writev(), a few small ranges of files that share no blocks.
+ *
+ * The new bytes, with the old bytes of each range's partial first and last
+ * blocks around them, are assembled in memory, one buffer per run of file
+ * blocks the ranges touch.  One transaction then allocates new blocks for
+ * every run, writes the runs into them, unmaps and frees the old blocks
+ * and maps the new ones in their place, and sets the files' sizes and
+ * times.  A crash leaves all of it or none: it is one transaction, and the
+ * new blocks are written fresh, so the force that makes it durable lists
+ * them in its data manifest and data and record share its one flush
+ * (log_manifest.c).  Against the twins (file_atomic.c) this makes and
+ * frees no inode and maps no block twice: one transaction instead of
+ * seven, and a record of a few hundred bytes.
+ *
+ * It declines (returns 1, nothing changed) and the twins take the call:
+ *  - when SX_ATOMIC_TWIN or SX_ATOMIC_CHAIN asks for them;
+ *  - for a file that may share blocks (the reflink flag): dropping its
+ *    references to the old blocks is the refcount's deferred work, which
+ *    the twin's release does;
+ *  - past SX_AWD_BYTES of blocks in all (they are assembled in memory), or
+ *    past SX_AWD_CALLS changes of the forks (old mapped pieces unmapped,
+ *    new extents mapped): one transaction's reservation bounds them;
+ *  - when free space is too fragmented to give the runs their blocks in
+ *    that many extents: the allocations are cancelled (a cancel puts the
+ *    bitmap blocks back, and the inode blocks, joined first, put the
+ *    in-core inodes back) before anything else changed.
+ *
+ * Locking: the caller holds the files' iolocks exclusive (nobody changes
+ * their bytes or mappings while the old bytes are read and the pieces
+ * counted); the ilocks are taken in inode-number order once the
+ * transaction is allocated, as the data path does.  The new blocks are
+ * allocated with sx_alloc_data_extent(): never blocks whose free is not
+ * durable yet, since the data goes into them before the commit.
+ */
+#include "util.h"
+#include "file.h"
+#include "file_io.h"
+#include "inode.h"
+#include "bmap.h"
+#include "alloc.h"
+#include "trans.h"
+#include "log.h"
+#include "mount.h"
+#include "file_atomic.h"
+#include <swapext/swapext.h>
+
+/* Fork changes one direct write may make: old pieces unmapped plus new extents. */
+#define SX_AWD_CALLS	16
+/* Bytes of blocks one direct write assembles in memory. */
+#define SX_AWD_BYTES	(1u << 20)
+
+/* File blocks [r_fb, +r_nb) of one file, their new contents at r_data. */
+struct sx_awd_run {
+	u32		r_file;
+	u64		r_fb;
+	u64		r_nb;
+	u64		r_hint;		/* where the old blocks begin; 0 if a hole */
+	u8		*r_data;
+};
+
+/* New blocks [e_bno, +e_len) for file blocks from e_fb of run e_run. */
+struct sx_awd_ext {
+	u32		e_run;
+	u32		e_len;
+	u64		e_fb;
+	u64		e_bno;
+};
+
+/* The state of one direct write. */
+struct sx_awd {
+	struct sx_aw		*d_aw;
+	struct sx_awd_run	*d_runs;
+	u32			d_nruns;
+	u32			d_old;		/* old mapped pieces in the runs */
+	u32			d_maxext;	/* new extents the reservation holds */
+	u32			d_next;
+	struct sx_awd_ext	d_ext[SX_AWD_CALLS];
+	u8			*d_data;
+	u64			d_bytes;
+};
+
+/* The runs of blocks the ranges touch: ranges of a file merge where their blocks meet. */
+static void sx_awd_runs(struct sx_awd *d)
+{
+	struct sx_aw *aw = d->d_aw;
+	u64 bs = aw->a_mp->m_bsize;
+	struct sx_awd_run *cur = NULL;
+	u32 i;
+
+	d->d_nruns = 0;
+	for (i = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+		u64 b0 = r->r_off / bs, b1 = sx_howmany(r->r_off + r->r_len, bs);
+
+		if (cur && cur->r_file == r->r_file && b0 <= cur->r_fb + cur->r_nb) {
+			cur->r_nb = sx_max(cur->r_nb, b1 - cur->r_fb);
+			continue;
+		}
+		cur = &d->d_runs[d->d_nruns++];
+		cur->r_file = r->r_file;
+		cur->r_fb = b0;
+		cur->r_nb = b1 - b0;
+		cur->r_hint = 0;
+	}
+}
+
+/*
+ * Count the mapped pieces of run @r's old blocks and learn where they
+ * begin, under the ilock; false if they are more than the bound allows.
+ */
+static int sx_awd_count(struct sx_awd *d, struct sx_awd_run *r, bool *fits)
+{
+	struct sx_inode *ip = d->d_aw->a_files[r->r_file].f_ip;
+	u64 off = r->r_fb, end = r->r_fb + r->r_nb;
+	int error = 0;
+
+	sx_ilock(ip, SX_ILOCK_EXCL);
+	while (off < end) {
+		struct sx_bmap_irec irec;
+
+		error = sx_bmap_lookup(NULL, ip, off, &irec);
+		if (error)
+			break;
+		if (SX_IS_CORRUPT(ip->i_mp, irec.br_startoff > off ||
+				  irec.br_startoff + irec.br_blockcount <= off)) {
+			error = -EFSCORRUPTED;
+			break;
+		}
+		if (irec.br_startblock != SX_HOLE) {
+			if (off == r->r_fb)
+				r->r_hint = irec.br_startblock + (off - irec.br_startoff);
+			if (++d->d_old + d->d_nruns > SX_AWD_CALLS) {
+				*fits = false;
+				break;
+			}
+		}
+		off = irec.br_startoff + irec.br_blockcount;
+	}
+	sx_iunlock(ip, SX_ILOCK_EXCL);
+	return error;
+}
+
+/*
+ * Whether the call can go direct: no twins asked for, no file that may
+ * share blocks, and few enough bytes and pieces.  *@resp: the log bytes of
+ * its transaction.
+ */
+static int sx_awd_check(struct sx_awd *d, u32 flags, u32 *resp, bool *fits)
+{
+	struct sx_aw *aw = d->d_aw;
+	struct sx_mount *mp = aw->a_mp;
+	u64 calls, callres = 0, res;
+	u32 i;
+	int error;
+
+	*fits = false;
+	if (flags & (SX_ATOMIC_TWIN | SX_ATOMIC_CHAIN))
+		return 0;
+	for (i = 0; i < aw->a_nfiles; i++) {
+		struct sx_inode *ip = aw->a_files[i].f_ip;
+		bool shared;
+
+		sx_ilock(ip, SX_ILOCK_EXCL);
+		shared = ip->i_flags & SX_DIFLAG_REFLINK;
+		callres = sx_max(callres, (u64)sx_bmap_res_bytes(mp, ip));
+		sx_iunlock(ip, SX_ILOCK_EXCL);
+		if (shared)
+			return 0;
+	}
+	d->d_bytes = 0;
+	for (i = 0; i < d->d_nruns; i++)
+		d->d_bytes += d->d_runs[i].r_nb << mp->m_blog;
+	if (d->d_bytes > SX_AWD_BYTES)
+		return 0;
+	*fits = true;
+	d->d_old = 0;
+	for (i = 0; i < d->d_nruns && *fits; i++) {
+		error = sx_awd_count(d, &d->d_runs[i], fits);
+		if (error)
+			return error;
+	}
+	if (!*fits)
+		return 0;
+	/* room for each run to come in a few pieces; more is fragmentation */
+	d->d_maxext = sx_min(SX_AWD_CALLS - d->d_old, 2 * d->d_nruns + 2);
+	/*
+	 * Each call on a fork is bounded as for the largest fork of the call;
+	 * a fork grows by at most one mapping per call, and SX_AWD_CALLS
+	 * mappings more cannot add a B+tree level that sx_bmap_res_bytes()
+	 * of today's fork does not already pay for a split of every level.
+	 */
+	calls = d->d_old + d->d_maxext;
+	res = calls * (callres + sx_alloc_res_bytes(mp)) +
+	      (u64)aw->a_nfiles * sx_inode_res_bytes(mp);
+	if (res > sx_log_max_trans_bytes(mp)) {
+		*fits = false;
+		return 0;
+	}
+	*resp = (u32)res;
+	return 0;
+}
+
+/*
+ * Assemble every run's new contents: first the old bytes of each range's
+ * partial blocks (all of them before any new byte, since two ranges may
+ * share a block), then the new bytes.
+ */
+static int sx_awd_fill(struct sx_awd *d)
+{
+	struct sx_aw *aw = d->d_aw;
+	u64 bs = aw->a_mp->m_bsize, at = 0;
+	u32 i, ri = 0;
+	int error;
+
+	for (i = 0; i < d->d_nruns; i++) {
+		d->d_runs[i].r_data = d->d_data + at;
+		at += d->d_runs[i].r_nb * bs;
+	}
+	for (i = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+		struct sx_aw_file *f = &aw->a_files[r->r_file];
+		u64 ends[2] = { r->r_off, r->r_off + r->r_len };
+		u32 k;
+
+		while (d->d_runs[ri].r_file != r->r_file ||
+		       d->d_runs[ri].r_fb + d->d_runs[ri].r_nb <= r->r_off / bs)
+			ri++;
+		for (k = 0; k < 2; k++) {
+			u64 fb = ends[k] / bs;
+			u8 *blk = d->d_runs[ri].r_data + (fb - d->d_runs[ri].r_fb) * bs;
+
+			if (ends[k] % bs == 0)
+				continue;
+			memset(blk, 0, bs);
+			error = sx_aw_copy_old(aw, f, fb, blk);
+			if (error)
+				return error;
+		}
+	}
+	for (i = 0, ri = 0; i < aw->a_nranges; i++) {
+		const struct sx_aw_range *r = &aw->a_ranges[i];
+		const struct sx_awd_run *run;
+
+		while (d->d_runs[ri].r_file != r->r_file ||
+		       d->d_runs[ri].r_fb + d->d_runs[ri].r_nb <= r->r_off / bs)
+			ri++;
+		run = &d->d_runs[ri];
+		memcpy(run->r_data + (r->r_off - run->r_fb * bs), aw->a_iov[r->r_iov].ai_buf,
+		       r->r_len);
+	}
+	return 0;
+}
+
+/* Allocate new blocks for every run; 1 if they take more extents than reserved. */
+static int sx_awd_alloc(struct sx_awd *d, struct sx_trans *tp)
+{
+	struct sx_mount *mp = tp->t_mp;
+	u32 maxlen = sx_min(sx_alloc_max_extent(mp), SX_BMAP_MAXLEN);
+	u32 i;
+	int error;
+
+	d->d_next = 0;
+	for (i = 0; i < d->d_nruns; i++) {
+		const struct sx_awd_run *r = &d->d_runs[i];
+		u64 fb = r->r_fb, end = r->r_fb + r->r_nb, hint = r->r_hint;
+
+		while (fb < end) {
+			struct sx_awd_ext *e = &d->d_ext[d->d_next];
+			u32 len;
+
+			if (d->d_next == d->d_maxext)
+				return 1;
+			error = sx_alloc_data_extent(tp, hint, 1, (u32)sx_min(end - fb, maxlen),
+						     &e->e_bno, &len);
+			if (error)
+				return error;
+			e->e_run = i;
+			e->e_fb = fb;
+			e->e_len = len;
+			d->d_next++;
+			fb += len;
+			hint = e->e_bno + len;
+		}
+	}
+	return 0;
+}
+
+/* Write every new extent's contents into its blocks, fresh. */
+static int sx_awd_write(struct sx_awd *d)
+{
+	struct sx_mount *mp = d->d_aw->a_mp;
+	u32 i;
+	int error;
+
+	for (i = 0; i < d->d_next; i++) {
+		const struct sx_awd_ext *e = &d->d_ext[i];
+		const struct sx_awd_run *r = &d->d_runs[e->e_run];
+
+		error = sx_file_write_data(mp, e->e_bno, e->e_len,
+					   r->r_data + ((e->e_fb - r->r_fb) << mp->m_blog), true);
+		if (error)
+			return error;
+	}
+	return 0;
+}
+
+/* Put new extent @e in place of the file's old blocks there, which are freed. */
+static int sx_awd_remap(struct sx_awd *d, struct sx_trans *tp, const struct sx_awd_ext *e)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_inode *ip = d->d_aw->a_files[d->d_runs[e->e_run].r_file].f_ip;
+	struct sx_bmap_irec got, map;
+	int error;
+
+	for (;;) {
+		error = sx_bmap_unmap_one(tp, ip, e->e_fb, e->e_len, &got);
+		if (error)
+			return error;
+		if (got.br_startblock == SX_HOLE)
+			break;
+		error = sx_free_check_data(mp, got.br_startblock, got.br_blockcount);
+		if (!error)
+			error = sx_free_extent(tp, got.br_startblock, got.br_blockcount);
+		if (error)
+			return error;
+	}
+	map.br_startoff = e->e_fb;
+	map.br_startblock = e->e_bno;
+	map.br_blockcount = e->e_len;
+	map.br_state = 0;
+	return sx_bmap_map(tp, ip, &map);
+}
+
+/*
+ * The transaction of the write: 0 when committed, 1 when the allocations
+ * needed too many extents (cancelled), or an error (cancelled).
+ */
+static int sx_awd_commit(struct sx_awd *d, u32 res, u64 *seqp)
+{
+	struct sx_aw *aw = d->d_aw;
+	struct sx_mount *mp = aw->a_mp;
+	struct sx_trans *tp;
+	s64 now = (s64)sx_wall_ns();
+	u32 i;
+	int error;
+
+	error = sx_trans_alloc(mp, res, 0, &tp);
+	if (error)
+		return error;
+	for (i = 0; i < aw->a_nlock; i++)
+		sx_ilock(aw->a_lock[i], SX_ILOCK_EXCL);
+	/* the inode blocks first (the lock order), and so a cancel restores the inodes */
+	for (i = 0; i < aw->a_nlock && !error; i++) {
+		struct sx_buf *bp;
+
+		error = sx_inode_get_buf(mp, tp, aw->a_lock[i], &bp);
+	}
+	if (!error)
+		error = sx_awd_alloc(d, tp);
+	if (!error)
+		error = sx_awd_write(d);
+	for (i = 0; i < d->d_next && !error; i++)
+		error = sx_awd_remap(d, tp, &d->d_ext[i]);
+	for (i = 0; i < aw->a_nfiles && !error; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		if (f->f_newsize > f->f_ip->i_size)
+			f->f_ip->i_size = f->f_newsize;
+		f->f_ip->i_mtime = now;
+		f->f_ip->i_ctime = now;
+		error = sx_inode_log(tp, f->f_ip);
+	}
+	if (error)
+		sx_trans_cancel(tp);
+	else
+		error = sx_trans_commit(tp);
+	*seqp = 0;
+	for (i = aw->a_nlock; i > 0; i--) {
+		*seqp = sx_max(*seqp, sx_inode_sync_seq(aw->a_lock[i - 1]));
+		sx_iunlock(aw->a_lock[i - 1], SX_ILOCK_EXCL);
+	}
+	return error;
+}
+
+int sx_aw_direct(struct sx_aw *aw, u32 flags)
+{
+	struct sx_mount *mp = aw->a_mp;
+	struct sx_awd d;
+	bool fits;
+	u32 res = 0;
+	u64 seq;
+	int error;
+
+	memset(&d, 0, sizeof(d));
+	d.d_aw = aw;
+	d.d_runs = sx_alloc(aw->a_nranges * sizeof(*d.d_runs), 0);
+	if (!d.d_runs)
+		return -ENOMEM;
+	sx_awd_runs(&d);
+	error = sx_awd_check(&d, flags, &res, &fits);
+	if (error || !fits) {
+		sx_free(d.d_runs);
+		return error ? error : 1;
+	}
+	d.d_data = sx_alloc(d.d_bytes, 0);
+	if (!d.d_data)
+		error = -ENOMEM;
+	if (!error)
+		error = sx_awd_fill(&d);
+	if (!error)
+		error = sx_awd_commit(&d, res, &seq);
+	if (!error && !(flags & SX_ATOMIC_NOSYNC))
+		error = sx_log_force_seq(mp, seq, false);
+	sx_free(d.d_data);
+	sx_free(d.d_runs);
+	return error;
+}
