@@ -115,7 +115,9 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	log->l_mf_all = head_lsn != log->l_tail;
 	sx_mutex_init(&log->l_force_lock);
 	sx_mutex_init(&log->l_lock);
+	sx_mutex_init(&log->l_wait_lock);
 	sx_cond_init(&log->l_space);
+	sx_cond_init(&log->l_forced);
 	mp->m_log = log;
 	return 0;
 }
@@ -148,7 +150,9 @@ void sx_log_destroy(struct sx_mount *mp)
 	}
 	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);
+	sx_cond_destroy(&log->l_forced);
 	sx_mutex_destroy(&log->l_lock);
+	sx_mutex_destroy(&log->l_wait_lock);
 	sx_mutex_destroy(&log->l_force_lock);
 	sx_free(log->l_recs);
 	sx_free(log->l_iobuf);
@@ -591,8 +595,12 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 	u32 i;
 
 	sx_mutex_lock(&log->l_lock);
-	if (!error && seq > log->l_durable_seq)
-		log->l_durable_seq = seq;
+	if (!error && seq > (u64)sx_atomic64_read(&log->l_durable_seq)) {
+		sx_mutex_lock(&log->l_wait_lock);
+		sx_atomic64_set(&log->l_durable_seq, (s64)seq);
+		sx_cond_broadcast(&log->l_forced);
+		sx_mutex_unlock(&log->l_wait_lock);
+	}
 	sx_list_for_each_safe(gpos, gn, groups) {
 		struct sx_cil_group *g = sx_list_entry(gpos, struct sx_cil_group, g_list);
 
@@ -834,13 +842,7 @@ u64 sx_log_commit_seq(struct sx_mount *mp)
 /* How many of them are durable: every one up to that count. */
 u64 sx_log_durable_seq(struct sx_mount *mp)
 {
-	struct sx_log *log = mp->m_log;
-	u64 seq;
-
-	sx_mutex_lock(&log->l_lock);
-	seq = log->l_durable_seq;
-	sx_mutex_unlock(&log->l_lock);
-	return seq;
+	return (u64)sx_atomic64_read(&mp->m_log->l_durable_seq);
 }
 
 /* Make every committed transaction durable. */
@@ -857,21 +859,50 @@ int sx_log_force(struct sx_mount *mp)
 
 /*
  * Make the transactions up to commit sequence @seq durable, and with @data
- * the file data written in place so far too.  Forces are shared: a caller
- * whose transactions a force already covered, or covers while it waits for
- * the force lock, writes and flushes nothing (group commit: the threads
- * that wait behind one force are served by the next one, which takes
- * everything queued).  The check without the lock is only for callers
- * that need no data flush: a force clears l_data_dirty before its flush is
- * done, so only its lock tells when that flush is over.
+ * the file data written in place so far too.  Forces are shared (group
+ * commit): a force takes everything queued, and a caller whose
+ * transactions a force covered writes and flushes nothing.
+ *
+ * Callers that need no data flush elect a leader under l_wait_lock: one
+ * of them forces (l_leading), the others sleep on l_forced until the log
+ * is durable far enough for them, or until the leader is done and one of
+ * them must lead the next force.  Waiting for the force lock instead
+ * would serve them one at a time as the lock passes, and a thread with a
+ * newer commit could start the next force in between: a caller the last
+ * force covered would wait for that one too, and every group would
+ * shrink to the thread that leads it.  Callers that need the data flush
+ * (fsync) take the force lock: a force clears l_data_dirty before its
+ * flush is done, so only its lock tells when that flush is over.
  */
 int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 {
 	struct sx_log *log = mp->m_log;
-	int error;
+	int error = 0;
 
-	if (!data && sx_log_durable_seq(mp) >= seq)
-		return 0;
+	if (!data) {
+		if (sx_log_durable_seq(mp) >= seq)
+			return 0;
+		sx_mutex_lock(&log->l_wait_lock);
+		while (sx_log_durable_seq(mp) < seq && log->l_leading)
+			sx_cond_wait(&log->l_forced, &log->l_wait_lock);
+		if (sx_log_durable_seq(mp) >= seq) {
+			sx_mutex_unlock(&log->l_wait_lock);
+			return 0;
+		}
+		log->l_leading = true;
+		sx_mutex_unlock(&log->l_wait_lock);
+
+		sx_mutex_lock(&log->l_force_lock);
+		if (sx_log_durable_seq(mp) < seq)
+			error = sx_log_force_locked(mp);
+		sx_mutex_unlock(&log->l_force_lock);
+
+		sx_mutex_lock(&log->l_wait_lock);
+		log->l_leading = false;
+		sx_cond_broadcast(&log->l_forced);
+		sx_mutex_unlock(&log->l_wait_lock);
+		return error;
+	}
 	sx_mutex_lock(&log->l_force_lock);
 	if (sx_log_durable_seq(mp) < seq)
 		error = sx_log_force_locked(mp);

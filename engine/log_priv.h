@@ -145,7 +145,15 @@ struct sx_log {
 	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
 	u64		l_cil_last_tid;	/* the largest id the queue has given the log */
 	u64		l_commit_seq;	/* transactions queued so far */
-	u64		l_durable_seq;	/* of those, how many a force made durable */
+	/*
+	 * Of those, how many a force made durable: set under l_lock and
+	 * l_wait_lock both, read without a lock.  l_wait_lock, not the busy
+	 * l_lock, is what the callers of sx_log_force_seq() sleep under.
+	 */
+	struct sx_atomic64 l_durable_seq;
+	struct sx_mutex	l_wait_lock;
+	bool		l_leading;	/* a caller of sx_log_force_seq() is forcing */
+	struct sx_cond	l_forced;	/* l_durable_seq or l_leading changed */
 	struct sx_list	l_intents;
 	struct sx_list	l_ihash[SX_LOG_IHASH];
 	u32		l_nintents;
