@@ -69,6 +69,7 @@ struct sx_alloc {
 	struct sx_busy	*a_pend;	/* frees of a_owner, not committed (b_seq unused) */
 	u32		a_npend;
 	u32		a_pend_cap;
+	u64		a_rotor;	/* where sx_alloc_data_next() looks first */
 };
 
 /* Where a bitmap block's bits begin. */
@@ -1020,6 +1021,28 @@ int sx_alloc_data_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
 			 u64 *bnop, u32 *lenp)
 {
 	return alloc_extent(tp, hint, minlen, maxlen, true, bnop, lenp);
+}
+
+/*
+ * Data blocks from a rotor through free space, past the last ones it gave:
+ * the blocks of writes that follow one another, from any thread, lie side
+ * by side, so the device takes a force's worth of them in one I/O.  The
+ * rotor belongs to the owner, like the rest of the allocator's state.
+ */
+int sx_alloc_data_next(struct sx_trans *tp, u32 minlen, u32 maxlen, u64 *bnop, u32 *lenp)
+{
+	struct sx_alloc *a = tp->t_mp->m_alloc;
+	int error;
+
+	if (!a)
+		return -EINVAL;
+	error = alloc_own(tp, a);
+	if (error)
+		return error;
+	error = alloc_extent(tp, a->a_rotor, minlen, maxlen, true, bnop, lenp);
+	if (!error)
+		a->a_rotor = *bnop + *lenp;
+	return error;
 }
 
 /* Return [@bno, @bno + @len) to free space; every block must be in use. */

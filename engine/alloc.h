@@ -61,6 +61,13 @@ int sx_alloc_data_extent(struct sx_trans *tp, u64 hint, u32 minlen, u32 maxlen,
 			 u64 *bnop, u32 *lenp);
 
 /**
+ * sx_alloc_data_next() - sx_alloc_data_extent() at the first free blocks
+ * past those it gave last (a rotor): copy-on-write data, whose old place is
+ * no hint, of writes that follow one another lands side by side
+ */
+int sx_alloc_data_next(struct sx_trans *tp, u32 minlen, u32 maxlen, u64 *bnop, u32 *lenp);
+
+/**
  * sx_alloc_committed() - @tp reached the log as its transaction @seq (the
  * commit count sx_log_commit() returned): what it freed is busy until the
  * log is durable that far.  Called before @tp releases its buffers.

@@ -31,9 +31,13 @@
  * Locking: the caller holds the files' iolocks exclusive (nobody changes
  * their bytes or mappings while the old bytes are read and the pieces
  * counted); the ilocks are taken in inode-number order once the
- * transaction is allocated, as the data path does.  The new blocks are
- * allocated with sx_alloc_data_extent(): never blocks whose free is not
- * durable yet, since the data goes into them before the commit.
+ * transaction is allocated, as the data path does.
+ *
+ * The new blocks come from sx_alloc_data_next(): never blocks whose free
+ * is not durable yet (the data goes into them before the commit), and
+ * from a rotor through free space rather than near the old blocks, which
+ * stay in use until the commit: the writes of the threads that share a
+ * force then lie side by side and reach the device in one I/O.
  */
 #include "util.h"
 #include "file.h"
@@ -57,7 +61,6 @@ struct sx_awd_run {
 	u32		r_file;
 	u64		r_fb;
 	u64		r_nb;
-	u64		r_hint;		/* where the old blocks begin; 0 if a hole */
 	u8		*r_data;
 };
 
@@ -103,14 +106,10 @@ static void sx_awd_runs(struct sx_awd *d)
 		cur->r_file = r->r_file;
 		cur->r_fb = b0;
 		cur->r_nb = b1 - b0;
-		cur->r_hint = 0;
 	}
 }
 
-/*
- * Count the mapped pieces of run @r's old blocks and learn where they
- * begin, under the ilock; false if they are more than the bound allows.
- */
+/* Count the mapped pieces of run @r's old blocks, under the ilock: *@fits false if too many. */
 static int sx_awd_count(struct sx_awd *d, struct sx_awd_run *r, bool *fits)
 {
 	struct sx_inode *ip = d->d_aw->a_files[r->r_file].f_ip;
@@ -129,13 +128,9 @@ static int sx_awd_count(struct sx_awd *d, struct sx_awd_run *r, bool *fits)
 			error = -EFSCORRUPTED;
 			break;
 		}
-		if (irec.br_startblock != SX_HOLE) {
-			if (off == r->r_fb)
-				r->r_hint = irec.br_startblock + (off - irec.br_startoff);
-			if (++d->d_old + d->d_nruns > SX_AWD_CALLS) {
-				*fits = false;
-				break;
-			}
+		if (irec.br_startblock != SX_HOLE && ++d->d_old + d->d_nruns > SX_AWD_CALLS) {
+			*fits = false;
+			break;
 		}
 		off = irec.br_startoff + irec.br_blockcount;
 	}
@@ -265,7 +260,7 @@ static int sx_awd_alloc(struct sx_awd *d, struct sx_trans *tp)
 	d->d_next = 0;
 	for (i = 0; i < d->d_nruns; i++) {
 		const struct sx_awd_run *r = &d->d_runs[i];
-		u64 fb = r->r_fb, end = r->r_fb + r->r_nb, hint = r->r_hint;
+		u64 fb = r->r_fb, end = r->r_fb + r->r_nb;
 
 		while (fb < end) {
 			struct sx_awd_ext *e = &d->d_ext[d->d_next];
@@ -273,8 +268,8 @@ static int sx_awd_alloc(struct sx_awd *d, struct sx_trans *tp)
 
 			if (d->d_next == d->d_maxext)
 				return 1;
-			error = sx_alloc_data_extent(tp, hint, 1, (u32)sx_min(end - fb, maxlen),
-						     &e->e_bno, &len);
+			error = sx_alloc_data_next(tp, 1, (u32)sx_min(end - fb, maxlen), &e->e_bno,
+						   &len);
 			if (error)
 				return error;
 			e->e_run = i;
@@ -282,7 +277,6 @@ static int sx_awd_alloc(struct sx_awd *d, struct sx_trans *tp)
 			e->e_len = len;
 			d->d_next++;
 			fb += len;
-			hint = e->e_bno + len;
 		}
 	}
 	return 0;

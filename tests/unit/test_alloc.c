@@ -953,6 +953,60 @@ static void test_busy_skipped(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* sx_alloc_data_next() in a transaction of its own, committed. */
+static int dnext1(struct sx_mount *mp, u32 maxlen, u64 *bno, u32 *len)
+{
+	struct sx_trans *tp = trans(mp, 1);
+	int error = sx_alloc_data_next(tp, 1, maxlen, bno, len);
+
+	if (error) {
+		sx_trans_cancel(tp);
+		return error;
+	}
+	return sx_trans_commit(tp);
+}
+
+/*
+ * The rotor hands out data blocks side by side whatever is freed behind
+ * it, steps around busy and allocated blocks, and wraps to the start of
+ * the data area at the end of the device.
+ */
+static void test_data_rotor(void **state)
+{
+	struct sx_bdev *bd = newfs(16ull << 20, 4096);
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 ds = first_free(mp), bno, first, end = mp->m_sb.sb_dblocks;
+	u32 len;
+
+	assert_int_equal(dnext1(mp, 2, &first, &len), 0);
+	assert_int_equal(len, 2);
+	/* freed behind the rotor and durable: still not taken next */
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(free1(mp, first, 2), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(dnext1(mp, 3, &bno, &len), 0);
+	assert_int_equal(bno, first + 2);
+	/* a block in use past it is stepped over */
+	assert_int_equal(alloc1(mp, first + 5, 1, 1, &bno, &len), 0);
+	assert_int_equal(bno, first + 5);
+	assert_int_equal(dnext1(mp, 1, &bno, &len), 0);
+	assert_int_equal(bno, first + 6);
+	/* busy blocks right past it are stepped over too */
+	assert_int_equal(alloc1(mp, first + 7, 4, 4, &bno, &len), 0);
+	assert_int_equal(sx_sync(mp), 0);
+	assert_int_equal(free1(mp, first + 7, 4), 0);
+	assert_int_equal(dnext1(mp, 1, &bno, &len), 0);
+	assert_int_equal(bno, first + 11);
+	/* the rest of the device in use: the rotor wraps to what was freed */
+	assert_int_equal(sx_sync(mp), 0);
+	for (bno = first + 12; bno < end; bno += len)
+		assert_int_equal(alloc1(mp, bno, 1, (u32)sx_min(end - bno, 1024), &bno, &len), 0);
+	assert_int_equal(dnext1(mp, 1, &bno, &len), 0);
+	assert_true(bno >= ds && bno < first + 12);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 /*
  * With nothing else free, a data allocation forces the log once and then
  * takes the busy blocks; blocks its own transaction freed are never taken
@@ -1065,6 +1119,7 @@ int main(void)
 		cmocka_unit_test(test_busy_skipped),
 		cmocka_unit_test(test_busy_forced_when_full),
 		cmocka_unit_test(test_busy_merge_prune),
+		cmocka_unit_test(test_data_rotor),
 	};
 
 	sxt_quiet();
