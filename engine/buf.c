@@ -498,7 +498,7 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 }
 
 /* Write every dirty buffer that is unpinned and not held by a transaction. */
-int sx_buf_writeback(struct sx_mount *mp, u64 *oldest)
+int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned)
 {
 	struct sx_bcache *bc = mp->m_bcache;
 	struct sx_buf **list = NULL;
@@ -558,12 +558,15 @@ int sx_buf_writeback(struct sx_mount *mp, u64 *oldest)
 	}
 	sx_free(list);
 
+	*pinned = 0;
 	sx_mutex_lock(&bc->bc_lock);
 	sx_list_for_each(pos, &bc->bc_dirty) {
 		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_dirty);
 
 		if (bp->b_first_lsn && (!min || bp->b_first_lsn < min))
 			min = bp->b_first_lsn;
+		if (bp->b_pin)
+			(*pinned)++;
 	}
 	sx_mutex_unlock(&bc->bc_lock);
 	*oldest = min;

@@ -160,10 +160,13 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp);
 /**
  * sx_buf_writeback() - write every dirty, unpinned, unlocked buffer
  * @oldest: set to the smallest b_first_lsn still dirty afterwards, or 0
+ * @pinned: set to how many dirty buffers it left because a commit that a
+ *	force has not completed pinned them (they become writable when the
+ *	force completes)
  *
  * The caller has forced the log and flushes the device afterwards.
  */
-int sx_buf_writeback(struct sx_mount *mp, u64 *oldest);
+int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned);
 
 /*
  * The log's side: a commit pins each changed buffer (dirty, not writable,

@@ -194,7 +194,23 @@ int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks)
 			tried = true;
 			continue;
 		}
-		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_blocks) {
+		/*
+		 * Blocks pinned by commits that a force has not completed
+		 * cannot be written back, so the checkpoint left them, and the
+		 * tail with them.  A force that wrote its records and is still
+		 * flushing is in flight as much as one writing them; and if
+		 * the checkpoint met pinned blocks, their forces have completed
+		 * since (nothing is in flight now): checkpoint again.  Under
+		 * several threads hot blocks such as the refcount root are
+		 * pinned nearly all the time, and calling the log full then
+		 * shut down mounts that were only busy.
+		 */
+		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_blocks &&
+		    !log->l_force_active) {
+			if (log->l_ckpt_pinned) {
+				tried = false;
+				continue;
+			}
 			/* nothing else can free space: intents pin the tail */
 			sx_err(mp, "log full: %u of %u blocks pinned",
 			       sx_log_used(log), log->l_size);
@@ -601,6 +617,7 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 		sx_cond_broadcast(&log->l_forced);
 		sx_mutex_unlock(&log->l_wait_lock);
 	}
+	log->l_force_active = false;
 	sx_list_for_each_safe(gpos, gn, groups) {
 		struct sx_cil_group *g = sx_list_entry(gpos, struct sx_cil_group, g_list);
 
@@ -710,6 +727,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 	sx_mutex_lock(&log->l_lock);
 	sx_cil_take(log, &groups);
 	seq = log->l_commit_seq;
+	log->l_force_active = true;
 	sx_mutex_unlock(&log->l_lock);
 	fence = log->l_fence_wanted;
 	if (!sx_list_empty(&groups))
@@ -936,7 +954,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	struct sx_log *log = mp->m_log;
 	struct sx_list *pos;
 	u64 oldest, tail, clean_free;
-	u32 prev_crc = 0, i, keep;
+	u32 prev_crc = 0, i, keep, pinned;
 	bool moved;
 	int error;
 
@@ -946,7 +964,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	error = sx_log_force_locked(mp);
 	if (error)
 		goto out_unlock;
-	error = sx_buf_writeback(mp, &oldest);
+	error = sx_buf_writeback(mp, &oldest, &pinned);
 	if (error)
 		goto out_unlock;
 	error = sx_fault("checkpoint_flush");
@@ -959,6 +977,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 
 	sx_mutex_lock(&log->l_lock);
 	log->l_stats.ls_checkpoints++;
+	log->l_ckpt_pinned = pinned;
 	tail = SX_LSN(log->l_cycle, log->l_head);
 	if (oldest && oldest < tail)
 		tail = oldest;

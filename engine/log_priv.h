@@ -143,6 +143,8 @@ struct sx_log {
 	u64		l_cil_mem;	/* bytes of ops queued, dropped ones included */
 	u64		l_cil_mem_max;	/* ... or once they pass this */
 	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
+	bool		l_force_active;	/* a force took groups and has not completed them */
+	u32		l_ckpt_pinned;	/* dirty buffers the last checkpoint found pinned */
 	u64		l_cil_last_tid;	/* the largest id the queue has given the log */
 	u64		l_commit_seq;	/* transactions queued so far */
 	/*
