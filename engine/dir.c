@@ -249,6 +249,18 @@ static int sx_dir_changed(struct sx_trans *tp, struct sx_inode *dp, s64 delta)
 	return sx_inode_log(tp, dp);
 }
 
+/*
+ * Join @dp's inode block before its fork changes: a cancel after a failure
+ * halfway through a change puts the in-core inode (the fork's root, height
+ * and record count) back from that block only if it is in the transaction.
+ */
+static int sx_dir_join(struct sx_trans *tp, struct sx_inode *dp)
+{
+	struct sx_buf *bp;
+
+	return sx_inode_get_buf(dp->i_mp, tp, dp, &bp);
+}
+
 /* Add the entry @name -> @ino to @dp. */
 int sx_dir_add(struct sx_trans *tp, struct sx_inode *dp, const char *name, u64 ino)
 {
@@ -265,6 +277,9 @@ int sx_dir_add(struct sx_trans *tp, struct sx_inode *dp, const char *name, u64 i
 		return error;
 	if (ino < mp->m_sb.sb_datastart || ino >= mp->m_sb.sb_dblocks)
 		return -EINVAL;
+	error = sx_dir_join(tp, dp);
+	if (error)
+		return error;
 	hash = sx_dir_hash(name, len);
 	sx_fork_cur_init(&fc, dp, tp, &sx_dir_fork_ops);
 	error = sx_dir_find(&fc, name, len, hash, &de, &found);
@@ -297,6 +312,8 @@ int sx_dir_remove(struct sx_trans *tp, struct sx_inode *dp, const char *name, u6
 	int error;
 
 	error = sx_dir_name(name, &len);
+	if (!error)
+		error = sx_dir_join(tp, dp);
 	if (error)
 		return error;
 	sx_fork_cur_init(&fc, dp, tp, &sx_dir_fork_ops);
@@ -330,6 +347,9 @@ int sx_dir_replace(struct sx_trans *tp, struct sx_inode *dp, const char *name, u
 		return error;
 	if (ino < mp->m_sb.sb_datastart || ino >= mp->m_sb.sb_dblocks)
 		return -EINVAL;
+	error = sx_dir_join(tp, dp);
+	if (error)
+		return error;
 	sx_fork_cur_init(&fc, dp, tp, &sx_dir_fork_ops);
 	error = sx_dir_find(&fc, name, len, sx_dir_hash(name, len), &de, &found);
 	if (!error && !found)

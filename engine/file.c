@@ -371,10 +371,18 @@ static int sx_file_lookup(struct sx_trans *tp, struct sx_inode *dp, const char *
 /* @ip loses one name in @tp; the last one puts it on the unlinked list. */
 static int sx_file_droplink(struct sx_trans *tp, struct sx_inode *ip, s64 now)
 {
+	struct sx_buf *bp;
 	int error;
 
 	if (SX_IS_CORRUPT(ip->i_mp, ip->i_nlink == 0))
 		return -EFSCORRUPTED;
+	/*
+	 * The inode's block joins before the core changes, so that a cancel
+	 * after any failure below puts the core back with the block.
+	 */
+	error = sx_inode_get_buf(tp->t_mp, tp, ip, &bp);
+	if (error)
+		return error;
 	ip->i_nlink--;
 	ip->i_ctime = now;
 	if (ip->i_nlink == 0) {
@@ -664,8 +672,9 @@ SX_API int sx_unlink(struct sx_mount *mp, const char *name)
 	return error;
 
 out_cancel:
-	sx_iunlock(ip, SX_ILOCK_EXCL);
+	/* under the ilock: the cancel puts the in-core inode back from its block */
 	sx_trans_cancel(tp);
+	sx_iunlock(ip, SX_ILOCK_EXCL);
 	sx_irele(ip);
 	goto out_unlock_dir;
 out_cancel_dir:

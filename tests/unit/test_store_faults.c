@@ -12,7 +12,8 @@
  * reaching its N-th read (failing from then on) or allocation (failing
  * once):
  *  - the step fails with the injected error (-EIO, -ENOMEM), or succeeds;
- *  - a mount that is not shut down unmounts cleanly;
+ *  - a mount that is not shut down shows what the disk holds (a remount
+ *    shows the same) and unmounts cleanly;
  *  - the remount shows the state before the step or after it (any state
  *    for a step made of pieces: a punch, a truncate, a clone), and the
  *    state after it when the step said it succeeded;
@@ -520,7 +521,7 @@ static bool point(const struct step *s, enum kind k, u64 n, u64 before, u64 afte
 	struct sx_mount *mp;
 	bool hit, shut;
 	int error;
-	u64 h;
+	u64 h, live = 0;
 
 	sx_alloc_get_stats(&a0);
 	img = sxt_bdev_copy(base);
@@ -546,6 +547,14 @@ static bool point(const struct step *s, enum kind k, u64 n, u64 before, u64 afte
 				 sx_strerror(error));
 	}
 	shut = sx_is_shutdown(mp);
+	/*
+	 * A mount the fault did not shut down goes on: what it shows now
+	 * must be what the disk holds, which the remount shows (a cancel
+	 * that left an in-core inode changed would show a file the disk
+	 * does not have).
+	 */
+	if (!shut)
+		live = digest(mp);
 	if (shut)
 		sx_unmount(mp);
 	else
@@ -554,6 +563,9 @@ static bool point(const struct step *s, enum kind k, u64 n, u64 before, u64 afte
 	mp = sxt_mount(cbd);
 	h = digest(mp);
 	assert_int_equal(sx_unmount(mp), 0);
+	if (!shut && live != h)
+		fail_msg("%s: %s %llu: the mount went on showing files the disk does not hold",
+			 s->name, kind_name[k], (unsigned long long)n);
 	if (!error && h != after)
 		fail_msg("%s: %s %llu: succeeded but the files are not the step's", s->name,
 			 kind_name[k], (unsigned long long)n);
