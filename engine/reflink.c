@@ -15,6 +15,17 @@
  * complete may leave.  The unmap runs as its own chain so that the map
  * never depends on the order the defer engine finishes items in.
  *
+ * Where the destination is a hole already (a fresh file: an update's
+ * clone), no chain is needed: one transaction raises the refcount of a
+ * source piece and maps it into the destination directly, piece after
+ * piece, for as many pieces as its reservation (room for
+ * SX_REFLINK_BATCH of them, or of half the log's largest record) still
+ * covers.
+ * Each transaction is complete in itself; a crash between two leaves the
+ * destination holding a prefix of the clone, as a crash between chains
+ * does.  A clone of a file of many small extents is then a few
+ * transactions, not three per extent.
+ *
  * Copy-on-write gives a file its own copy of the shared blocks it is about
  * to write: new blocks are allocated in the caller's transaction, the old
  * contents copied into them (durable before the remap commits), and the
@@ -35,6 +46,7 @@
 #include "item_refc.h"
 #include "item_bmap.h"
 #include "file_io.h"
+#include "log.h"
 
 /* Blocks one copy-on-write I/O moves at most (the bounce buffer). */
 #define SX_COW_IO_BYTES		(64u * 1024)
@@ -282,6 +294,124 @@ out_end:
 	return error;
 }
 
+/* Pieces one direct clone transaction reserves room for. */
+#define SX_REFLINK_BATCH	32
+
+/* Log bytes one piece of a direct clone needs at most: a refcount step and a map. */
+static u32 sx_reflink_direct_piece_res(const struct sx_mount *mp, const struct sx_inode *dst)
+{
+	return sx_refcount_res_bytes(mp) + sx_bmap_res_bytes(mp, dst);
+}
+
+/*
+ * The reservation of a direct clone transaction: the destination's inode
+ * core and SX_REFLINK_BATCH pieces, within half the log's largest record.
+ * 0 if that holds not even one piece (a tiny log): the clone goes through
+ * the chains then, whose transactions sx_file_res_largest() counts.
+ */
+static u32 sx_reflink_direct_res(const struct sx_mount *mp, const struct sx_inode *dst)
+{
+	u32 piece = sx_reflink_direct_piece_res(mp, dst), base = sx_inode_res_bytes(mp);
+	u32 res = sx_min(base + SX_REFLINK_BATCH * piece, sx_log_max_trans_bytes(mp) / 2);
+
+	return res < base + piece ? 0 : res;
+}
+
+/*
+ * Clone source blocks from @soff at destination blocks from @doff, at most
+ * @n of them, in one transaction, as many pieces as its reservation
+ * covers: each source mapping's refcount raised and the same blocks mapped
+ * into the destination, where the destination is a hole.  *@done says how
+ * many blocks were cloned: 0 if the first piece's destination maps
+ * something, or the log is too small (sx_reflink_remap_piece() then
+ * clones it in chains).
+ */
+static int sx_reflink_remap_direct(struct sx_inode *dst, u64 doff, struct sx_inode *src,
+				   u64 soff, u64 n, u64 size_end, u64 *done)
+{
+	struct sx_mount *mp = dst->i_mp;
+	u32 piece = sx_reflink_direct_piece_res(mp, dst);
+	struct sx_bmap_irec smap, dmap;
+	struct sx_trans *tp;
+	struct sx_buf *ibp;
+	u64 pos = 0, new_size, len, step;
+	bool mapped;
+	int error;
+
+	*done = 0;
+	if (!sx_reflink_direct_res(mp, dst))
+		return 0;
+	error = sx_trans_alloc(mp, sx_reflink_direct_res(mp, dst), 0, &tp);
+	if (error)
+		return error;
+	sx_ilock_two(src, dst, SX_ILOCK_EXCL);
+	/*
+	 * The destination's inode block before the fsinfo block the
+	 * refcount steps take (see sx_reflink_cow()): a B+tree fork would
+	 * otherwise first log the inode at a map.
+	 */
+	error = sx_inode_get_buf(mp, tp, dst, &ibp);
+	while (!error && pos < n && sx_trans_space(tp) >= piece + sx_inode_res_bytes(mp)) {
+		error = sx_bmap_lookup(tp, src, soff + pos, &smap);
+		if (error)
+			break;
+		if (SX_IS_CORRUPT(mp, smap.br_blockcount == 0)) {
+			error = -EFSCORRUPTED;
+			break;
+		}
+		len = sx_min(n - pos, smap.br_startoff + smap.br_blockcount - (soff + pos));
+		error = sx_reflink_any_mapped(tp, dst, doff + pos, len, &mapped);
+		if (error || mapped)
+			break;
+		if (smap.br_startblock == SX_HOLE) {
+			pos += len;
+			continue;
+		}
+		/* one refcount step: part of the piece, as far as one record goes */
+		error = sx_refcount_adjust(tp, smap.br_startblock + (soff + pos - smap.br_startoff),
+					   len, SX_CUI_INCREASE, 1, &step);
+		if (error)
+			break;
+		if (SX_IS_CORRUPT(mp, step == 0 || step > len)) {
+			error = -EFSCORRUPTED;
+			break;
+		}
+		dmap = smap;
+		dmap.br_startblock += soff + pos - smap.br_startoff;
+		dmap.br_startoff = doff + pos;
+		dmap.br_blockcount = (u32)step;
+		/*
+		 * The blocks may hold data written in place over the source's
+		 * durable mapping: it must be durable before this mapping is.
+		 */
+		sx_log_data_remap(mp);
+		error = sx_bmap_map(tp, dst, &dmap);
+		if (!error)
+			pos += step;
+	}
+	if (error)
+		goto out_cancel;
+	new_size = sx_min((doff + pos) << mp->m_blog, size_end);
+	if (new_size > dst->i_size) {
+		dst->i_size = new_size;
+		error = sx_inode_log(tp, dst);
+		if (error)
+			goto out_cancel;
+	}
+	if (pos == 0 && !(tp->t_flags & SX_TRANS_DIRTY))
+		sx_trans_cancel(tp);
+	else
+		error = sx_trans_commit(tp);
+	sx_iunlock_two(src, dst, SX_ILOCK_EXCL);
+	if (!error)
+		*done = pos;
+	return error;
+out_cancel:
+	sx_trans_cancel(tp);
+	sx_iunlock_two(src, dst, SX_ILOCK_EXCL);
+	return error;
+}
+
 /* Share bytes [@src_off, +@len) of @src at @dst_off of @dst. */
 int sx_reflink_remap(struct sx_inode *dst, u64 dst_off, struct sx_inode *src, u64 src_off,
 		     u64 len)
@@ -328,8 +458,11 @@ int sx_reflink_remap(struct sx_inode *dst, u64 dst_off, struct sx_inode *src, u6
 	sfsb = src_off >> mp->m_blog;
 	size_end = dst_off + len;
 	for (pos = 0; pos < blen; pos += done) {
-		error = sx_reflink_remap_piece(dst, dfsb + pos, src, sfsb + pos, blen - pos,
-					       size_end, &done);
+		error = sx_reflink_remap_direct(dst, dfsb + pos, src, sfsb + pos, blen - pos,
+						size_end, &done);
+		if (!error && done == 0)
+			error = sx_reflink_remap_piece(dst, dfsb + pos, src, sfsb + pos,
+						       blen - pos, size_end, &done);
 		if (error)
 			goto out_unlock;
 	}

@@ -601,6 +601,51 @@ static void test_clone_unshare_many_precise(void **state)
 	assert_int_equal(sx_close(mp, b), 0);
 }
 
+/*
+ * A source of N single-block extents (its blocks interleaved with another
+ * file's) clones in a few transactions, not three per extent: the
+ * destination is a hole, so each transaction raises the refcounts and maps
+ * as many pieces as its reservation covers.  Each block is then shared.
+ */
+static void test_clone_many_extents_batched(void **state)
+{
+	enum { N = 96 };
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), c = mk("c"), b = mk("b");
+	u64 i, pa;
+
+	for (i = 0; i < N; i++) {
+		put(a, i * BS, BS, 1);
+		put(c, i * BS, BS, 2);
+	}
+	for (i = 1; i < N; i++)
+		assert_true(phys(a, i * BS, NULL) != phys(a, (i - 1) * BS, NULL) + 1);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	sx_log_get_stats(mp, &st1);
+	/* the flag and times, then N / SX_REFLINK_BATCH pieces or so each */
+	assert_true(st1.ls_trans - st0.ls_trans <= 1 + N / 8);
+	assert_int_equal(fsize(b), N * BS);
+	assert_true(holds(b, 0, N * BS, 1));
+	for (i = 0; i < N; i++) {
+		pa = phys(a, i * BS, NULL);
+		assert_int_equal(phys(b, i * BS, NULL), pa);
+		assert_int_equal(refc(pa), 2);
+	}
+	/* a clone over a mapped destination still goes piece by piece, in chains */
+	put(b, 0, 2 * BS, 3);
+	assert_int_equal(sx_clone_range(mp, b, 0, c, 0, 4 * BS), 0);
+	assert_true(holds(b, 0, 4 * BS, 2));
+	assert_true(holds_from(b, 4 * BS, (N - 4) * BS, 1, 4 * BS));
+	assert_int_equal(refc(phys(c, 0, NULL)), 2);
+	assert_int_equal(refc(phys(a, 0, NULL)), 1);
+	assert_int_equal(refc(phys(a, 2 * BS, NULL)), 1);
+	assert_int_equal(refc(phys(a, 4 * BS, NULL)), 2);
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, b), 0);
+	assert_int_equal(sx_close(mp, c), 0);
+}
+
 /* Many clone ranges and writes at random against a model of both files. */
 static void test_clone_random(void **state)
 {
@@ -882,6 +927,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_clone_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone_many_extents_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_range_shapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_eof, setup, teardown),
