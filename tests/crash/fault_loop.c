@@ -1071,8 +1071,10 @@ static void run_wl(struct fl_wl *wl)
 
 /*
  * The image a power cut leaves in step @cut of @src's steps: each write of
- * that step cut in turn (the volatile writes kept), from its middle on,
- * until recovery has unfinished intents to finish.  Every transaction is
+ * that step cut in turn (the volatile writes kept), from its middle on and
+ * then from its start, until recovery has unfinished intents to finish
+ * (an update's commit leaves them early now that the clone's free, late
+ * in it, needs none).  Every transaction is
  * its own record (LOG_EACH), so the cut falls inside the step's chain.
  * @wl gets the image, and as its one state what recovery makes of it.
  */
@@ -1085,7 +1087,8 @@ static void make_crashed(struct fl_wl *wl, const struct fl_wl *src, int cut)
 	struct sx_crashdev *cd;
 	struct sx_mount *mp;
 	struct fl_run r;
-	u64 w[MAXSTEPS + 1], at;
+	u64 w[MAXSTEPS + 1], at, mid;
+	bool wrap;
 	int i, f;
 
 	/* the writes before and after the step, uncut */
@@ -1107,7 +1110,13 @@ static void make_crashed(struct fl_wl *wl, const struct fl_wl *src, int cut)
 	sx_bdev_destroy(cbd);
 	sx_bdev_destroy(img);
 
-	for (at = (w[cut] + w[cut + 1]) / 2 + 1; at <= w[cut + 1]; at++) {
+	mid = (w[cut] + w[cut + 1]) / 2;
+	for (at = (w[cut] + w[cut + 1]) / 2 + 1, wrap = false; !wrap || at <= mid; at++) {
+		if (at > w[cut + 1]) {
+			/* none from the middle on: the first half then */
+			wrap = true;
+			at = w[cut] + 1;
+		}
 		wl->img = sxt_bdev_copy(src->img);
 		cbd = sxc_cut_dev(wl->img, at, at, SX_CRASH_KEEP, NULL);
 		memset(&r, 0, sizeof(r));
@@ -1128,7 +1137,12 @@ static void make_crashed(struct fl_wl *wl, const struct fl_wl *src, int cut)
 		VERIFY(snap(mp, &wl->st[0]) == 0);
 		VERIFY(sx_unmount(mp) == 0);
 		sx_bdev_destroy(img);
-		if (rs.rs_intents) {
+		/*
+		 * A step whose transactions are each complete (a punch of small
+		 * extents, freed in the transactions that unmap them) leaves
+		 * none anywhere: its middle cut then, records to replay.
+		 */
+		if (rs.rs_intents || (wrap && at == mid)) {
 			printf("%s: %s cut at write %llu of %llu-%llu: %llu records, "
 			       "%llu intents to finish\n", wl->name, src->steps[cut].name,
 			       (unsigned long long)at, (unsigned long long)w[cut] + 1,
