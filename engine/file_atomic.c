@@ -602,13 +602,41 @@ static int sx_aw_commit_fast(struct sx_aw *aw, u32 res, u32 flags)
 	if (error)
 		return error;
 	sx_aw_join(aw);
+	error = sx_aw_join_blocks(aw, tp);
+	for (i = 0; i < aw->a_nsw && !error; i++)
+		error = sx_aw_fast_run(tp, &aw->a_sw[i]);
+	for (i = 0; i < aw->a_nfiles && !error; i++) {
+		struct sx_aw_file *f = &aw->a_files[i];
+
+		if (f->f_ip->i_flags & SX_DIFLAG_REFLINK)
+			f->f_tip->i_flags |= SX_DIFLAG_REFLINK;
+		error = sx_inode_log(tp, f->f_tip);
+	}
+	if (!error)
+		error = sx_aw_set_files(aw, tp, now);
+	return sx_aw_end(aw, tp, error, "remap", flags);
+}
+
+/* Join the blocks of every inode the call locked to @tp (before any bitmap block). */
+int sx_aw_join_blocks(struct sx_aw *aw, struct sx_trans *tp)
+{
+	u32 i;
+	int error = 0;
+
 	for (i = 0; i < aw->a_nlock && !error; i++) {
 		struct sx_buf *bp;
 
-		error = sx_inode_get_buf(mp, tp, aw->a_lock[i], &bp);
+		error = sx_inode_get_buf(aw->a_mp, tp, aw->a_lock[i], &bp);
 	}
-	for (i = 0; i < aw->a_nsw && !error; i++)
-		error = sx_aw_fast_run(tp, &aw->a_sw[i]);
+	return error;
+}
+
+/* Give every file written its new size (if it grows) and times @now, logged in @tp. */
+int sx_aw_set_files(struct sx_aw *aw, struct sx_trans *tp, s64 now)
+{
+	u32 i;
+	int error = 0;
+
 	for (i = 0; i < aw->a_nfiles && !error; i++) {
 		struct sx_aw_file *f = &aw->a_files[i];
 
@@ -616,13 +644,9 @@ static int sx_aw_commit_fast(struct sx_aw *aw, u32 res, u32 flags)
 			f->f_ip->i_size = f->f_newsize;
 		f->f_ip->i_mtime = now;
 		f->f_ip->i_ctime = now;
-		if (f->f_ip->i_flags & SX_DIFLAG_REFLINK)
-			f->f_tip->i_flags |= SX_DIFLAG_REFLINK;
 		error = sx_inode_log(tp, f->f_ip);
-		if (!error)
-			error = sx_inode_log(tp, f->f_tip);
 	}
-	return sx_aw_end(aw, tp, error, "remap", flags);
+	return error;
 }
 
 /* Queue every run's swap in one transaction and commit it (the chains run). */

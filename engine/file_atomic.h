@@ -14,6 +14,7 @@ struct sx_mount;
 struct sx_inode;
 struct sx_hswap;
 struct sx_atomic_iov;
+struct sx_trans;
 
 /* One file written, and its twin. */
 struct sx_aw_file {
@@ -56,6 +57,15 @@ struct sx_aw {
  * up to its old EOF (the rest of the block is left as it is)
  */
 int sx_aw_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb, u8 *buf);
+
+/* sx_aw_join_blocks() - join the block of every inode the call locked to @tp */
+int sx_aw_join_blocks(struct sx_aw *aw, struct sx_trans *tp);
+
+/*
+ * sx_aw_set_files() - give every file written its new size (if it grows)
+ * and times @now, logged in @tp
+ */
+int sx_aw_set_files(struct sx_aw *aw, struct sx_trans *tp, s64 now);
 
 /*
  * sx_aw_direct() - write the call's ranges into new blocks and map them

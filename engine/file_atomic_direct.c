@@ -347,26 +347,15 @@ static int sx_awd_commit(struct sx_awd *d, u32 res, u64 *seqp)
 	for (i = 0; i < aw->a_nlock; i++)
 		sx_ilock(aw->a_lock[i], SX_ILOCK_EXCL);
 	/* the inode blocks first (the lock order), and so a cancel restores the inodes */
-	for (i = 0; i < aw->a_nlock && !error; i++) {
-		struct sx_buf *bp;
-
-		error = sx_inode_get_buf(mp, tp, aw->a_lock[i], &bp);
-	}
+	error = sx_aw_join_blocks(aw, tp);
 	if (!error)
 		error = sx_awd_alloc(d, tp);
 	if (!error)
 		error = sx_awd_write(d);
 	for (i = 0; i < d->d_next && !error; i++)
 		error = sx_awd_remap(d, tp, &d->d_ext[i]);
-	for (i = 0; i < aw->a_nfiles && !error; i++) {
-		struct sx_aw_file *f = &aw->a_files[i];
-
-		if (f->f_newsize > f->f_ip->i_size)
-			f->f_ip->i_size = f->f_newsize;
-		f->f_ip->i_mtime = now;
-		f->f_ip->i_ctime = now;
-		error = sx_inode_log(tp, f->f_ip);
-	}
+	if (!error)
+		error = sx_aw_set_files(aw, tp, now);
 	if (error)
 		sx_trans_cancel(tp);
 	else
