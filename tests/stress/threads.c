@@ -5,8 +5,10 @@
  * Each thread runs a seeded random sequence of pwrite, pread, punch,
  * clone_range, swap_file_range (atomic and NONATOMIC, two files or two
  * ranges of one), atomic updates (start, change the clone, commit or
- * cancel), fstat, setflags (to no flags: only ctime changes), fsync, sync
- * (reading the log's counters after it) and checkpoint.  Every file has a
+ * cancel), atomic writes (sx_atomic_writev() of one range or of ranges of
+ * two files, durable or not), fstat, setflags (to no flags: only ctime
+ * changes), fsync, sync (reading the log's counters after it) and
+ * checkpoint.  Every file has a
  * fixed size and is cut into regions of REGION blocks.  The model is exact
  * because the test takes a reader/writer lock on each region an operation
  * touches (all of them in one global order; an update's start and commit
@@ -34,8 +36,9 @@
  * operation completes for STALL_SECONDS (a deadlock).
  *
  * Each seed runs two phases: 1 KiB blocks on an image with the atomic_swap
- * feature, then 4 KiB blocks on one without it (atomic swaps must fail
- * with -EOPNOTSUPP there, non-atomic ones and non-atomic updates run).
+ * feature, then 4 KiB blocks on one without it (atomic swaps and atomic
+ * writes must fail with -EOPNOTSUPP there, non-atomic swaps and updates
+ * run).
  * SX_THREADS_OPS=N sets the operations per thread and phase (default
  * 1000; make threads-long runs many more); SX_TEST_SEED=N runs that seed
  * instead of the fixed ones.  The same seed gives each thread the same
@@ -64,13 +67,13 @@ static const u64 fixed_seeds[] = { 1, 0x7468726561647321ull };
 
 enum {
 	OP_WRITE, OP_READ, OP_PUNCH, OP_CLONE, OP_SWAP, OP_UPDATE, OP_STAT, OP_SETFLAGS,
-	OP_FSYNC, OP_SYNC, OP_CHECKPOINT, OP_NR
+	OP_FSYNC, OP_SYNC, OP_CHECKPOINT, OP_AWRITE, OP_NR
 };
 static const char *const op_names[OP_NR] = {
 	"pwrite", "pread", "punch", "clone_range", "swap_range", "update", "fstat", "setflags",
-	"fsync", "sync", "checkpoint",
+	"fsync", "sync", "checkpoint", "atomic_writev",
 };
-static const u32 op_weight[OP_NR] = { 24, 20, 8, 10, 16, 8, 4, 2, 4, 3, 3 };
+static const u32 op_weight[OP_NR] = { 24, 20, 8, 10, 16, 8, 4, 2, 4, 3, 3, 12 };
 
 /* One phase's filesystem. */
 struct phase {
@@ -119,7 +122,8 @@ static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Figures (atomic). */
 static u64 n_ops[OP_NR], n_swap_atomic, n_swap_nonatomic, n_swap_same, n_swap_overlap,
-	   n_swap_eopnotsupp, n_upd_commit, n_upd_ebusy, n_upd_cancel, n_upd_busy_equal;
+	   n_swap_eopnotsupp, n_upd_commit, n_upd_ebusy, n_upd_cancel, n_upd_busy_equal,
+	   n_aw_two, n_aw_eopnotsupp;
 
 static u64 atomic_add(u64 *p, u64 v)
 {
@@ -290,6 +294,53 @@ static void op_write(struct worker *w)
 	else
 		memcpy(&files[f].tag[off], tags, n * sizeof(u64));
 	atomic_add(&files[f].changes, 1);
+	rl_unlock(&s);
+}
+
+/*
+ * sx_atomic_writev() of one range, or of two ranges of two files (half the
+ * time; two ranges of one file would have to keep apart), durable or not:
+ * small ones of unshared files go straight into new blocks, the rest
+ * through twins; without the atomic_swap feature it is -EOPNOTSUPP.
+ */
+static void op_awrite(struct worker *w)
+{
+	struct rlockset s = { 0 };
+	struct sx_atomic_iov v[2];
+	u64 tags[2][MAXIO / 2], off[2], n[2];
+	u32 f[2], k, nv = 1 + (u32)rnd(w, 2);
+	u32 flags = rnd(w, 2) ? SX_ATOMIC_NOSYNC : 0;
+	int error;
+
+	f[0] = (u32)rnd(w, NFILES);
+	f[1] = (f[0] + 1 + (u32)rnd(w, NFILES - 1)) % NFILES;
+	memset(v, 0, sizeof(v));
+	for (k = 0; k < nv; k++) {
+		pick_range(w, MAXIO / 2, &off[k], &n[k]);
+		fresh_blocks(w->w_buf + k * (MAXIO / 2) * bsize, tags[k], n[k]);
+		rl_add(&s, f[k], off[k], n[k], 2);
+		v[k].ai_fd = files[f[k]].fd;
+		v[k].ai_buf = w->w_buf + k * (MAXIO / 2) * bsize;
+		v[k].ai_len = n[k] * bsize;
+		v[k].ai_off = off[k] * bsize;
+	}
+	doing(w, "atomic_writev file %u blocks %llu+%llu%s%s", f[0], (unsigned long long)off[0],
+	      (unsigned long long)n[0], nv > 1 ? " and another file" : "",
+	      flags ? " nosync" : "");
+	rl_lock(&s);
+	error = sx_atomic_writev(mp, v, nv, flags);
+	if (error == -EOPNOTSUPP && !ph->ph_atomic) {
+		atomic_add(&n_aw_eopnotsupp, 1);
+	} else if (error) {
+		fail(w, "atomic_writev: %s", sx_strerror(error));
+	} else {
+		for (k = 0; k < nv; k++) {
+			memcpy(&files[f[k]].tag[off[k]], tags[k], n[k] * sizeof(u64));
+			atomic_add(&files[f[k]].changes, 1);
+		}
+		if (nv > 1)
+			atomic_add(&n_aw_two, 1);
+	}
 	rl_unlock(&s);
 }
 
@@ -595,7 +646,7 @@ static void op_checkpoint(struct worker *w)
 
 static void (*const op_fns[OP_NR])(struct worker *w) = {
 	op_write, op_read, op_punch, op_clone, op_swap, op_update, op_stat, op_setflags,
-	op_fsync, op_sync, op_checkpoint,
+	op_fsync, op_sync, op_checkpoint, op_awrite,
 };
 
 static u32 pick_op(struct worker *w)
@@ -838,6 +889,8 @@ int main(void)
 	       (unsigned long long)n_swap_atomic, (unsigned long long)n_swap_nonatomic,
 	       (unsigned long long)n_swap_same, (unsigned long long)n_swap_overlap,
 	       (unsigned long long)n_swap_eopnotsupp);
+	printf("threads: atomic writes: %llu of two files, %llu refused (no feature)\n",
+	       (unsigned long long)n_aw_two, (unsigned long long)n_aw_eopnotsupp);
 	printf("threads: updates: %llu committed, %llu refused with EBUSY (%llu of them after "
 	       "changes that left the blocks as they were), %llu cancelled\n",
 	       (unsigned long long)n_upd_commit, (unsigned long long)n_upd_ebusy,
