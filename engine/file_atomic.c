@@ -429,7 +429,7 @@ static void sx_aw_run_inodes(const struct sx_hswap *sw, struct sx_inode **ip,
 }
 
 /* Log bytes of one fork call on @ip once its fork has grown by @grow mappings. */
-static u32 sx_aw_call_res(const struct sx_inode *ip, u64 grow)
+u32 sx_aw_call_res(const struct sx_inode *ip, u64 grow)
 {
 	struct sx_inode grown;
 

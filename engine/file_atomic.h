@@ -58,6 +58,12 @@ struct sx_aw {
  */
 int sx_aw_copy_old(struct sx_aw *aw, struct sx_aw_file *f, u64 fb, u8 *buf);
 
+/*
+ * sx_aw_call_res() - log bytes of one fork call on @ip once its fork has
+ * grown by @grow mappings (a call in the middle of a transaction's many)
+ */
+u32 sx_aw_call_res(const struct sx_inode *ip, u64 grow);
+
 /* sx_aw_join_blocks() - join the block of every inode the call locked to @tp */
 int sx_aw_join_blocks(struct sx_aw *aw, struct sx_trans *tp);
 

@@ -160,7 +160,6 @@ static int sx_awd_check(struct sx_awd *d, u32 flags, u32 *resp, bool *fits)
 
 		sx_ilock(ip, SX_ILOCK_EXCL);
 		shared = ip->i_flags & SX_DIFLAG_REFLINK;
-		callres = sx_max(callres, (u64)sx_bmap_res_bytes(mp, ip));
 		sx_iunlock(ip, SX_ILOCK_EXCL);
 		if (shared)
 			return 0;
@@ -182,12 +181,19 @@ static int sx_awd_check(struct sx_awd *d, u32 flags, u32 *resp, bool *fits)
 	/* room for each run to come in a few pieces; more is fragmentation */
 	d->d_maxext = sx_min(SX_AWD_CALLS - d->d_old, 2 * d->d_nruns + 2);
 	/*
-	 * Each call on a fork is bounded as for the largest fork of the call;
-	 * a fork grows by at most one mapping per call, and SX_AWD_CALLS
-	 * mappings more cannot add a B+tree level that sx_bmap_res_bytes()
-	 * of today's fork does not already pay for a split of every level.
+	 * Each call on a fork is bounded as for the largest fork of the call
+	 * grown by one mapping a call (an unmap splits at most one, a map
+	 * adds at most one), so that a fork that changes form or height
+	 * halfway is paid for too.
 	 */
 	calls = d->d_old + d->d_maxext;
+	for (i = 0; i < aw->a_nfiles; i++) {
+		struct sx_inode *ip = aw->a_files[i].f_ip;
+
+		sx_ilock(ip, SX_ILOCK_EXCL);
+		callres = sx_max(callres, (u64)sx_aw_call_res(ip, calls));
+		sx_iunlock(ip, SX_ILOCK_EXCL);
+	}
 	res = calls * (callres + sx_alloc_res_bytes(mp)) +
 	      (u64)aw->a_nfiles * sx_inode_res_bytes(mp);
 	if (res > sx_log_max_trans_bytes(mp)) {

@@ -619,6 +619,38 @@ static void test_direct_fragmented(void **state)
 	verify_all();
 }
 
+/*
+ * More than 1 MiB of blocks is more than the direct write assembles in
+ * memory: the twins take it, and the file reads back whole; 1 MiB is
+ * still one transaction.
+ */
+static void test_direct_size_limit(void **state)
+{
+	u64 len = MIB + BS, t0, i;
+	u8 *buf = malloc(len), *rbuf = malloc(len);
+	int fd;
+
+	assert_non_null(buf);
+	assert_non_null(rbuf);
+	assert_int_equal(sx_create(mp, "big", 0644, &fd), 0);
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(i * 7 + i / BS + 1);
+	t0 = trans_count();
+	assert_int_equal(sx_atomic_write(mp, fd, buf, MIB, 0, 0), 0);
+	assert_int_equal(trans_count() - t0, 1);
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(i * 13 + i / BS + 2);
+	t0 = trans_count();
+	assert_int_equal(sx_atomic_write(mp, fd, buf, len, 0, 0), 0);
+	assert_true(trans_count() - t0 > 1);
+	assert_int_equal(sx_pread(mp, fd, rbuf, len, 0), (s64)len);
+	assert_memory_equal(rbuf, buf, len);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_unlink(mp, "big"), 0);
+	free(buf);
+	free(rbuf);
+}
+
 /* ------------------------------------------------------------ errors */
 
 /* Every refusal leaves every file and the free space as they were. */
@@ -926,6 +958,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_one_trans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_fragmented, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_direct_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test(test_writev_small_log),
 		cmocka_unit_test_setup_teardown(test_noatomic, setup_noatomic, teardown),
