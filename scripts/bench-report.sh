@@ -184,7 +184,7 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 	echo
 	echo "## Atomic swap of two files of N single-block extents, durable"
 	echo
-	echo "| N | swapext extents/s | XFS exchange-range extents/s | swapext vs XFS | target (>= 10x) | swapext transactions/extent | XFS transactions/extent | swapext log bytes/extent | XFS log bytes/extent | swapext flushes | XFS device flushes | swapext peak RSS KiB |"
+	echo "| N | swapext extents/s | XFS exchange-range extents/s | swapext vs XFS | target (>= 10x at 100000) | swapext transactions/extent | XFS transactions/extent | swapext log bytes/extent | XFS log bytes/extent | swapext flushes | XFS device flushes | swapext peak RSS KiB |"
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	for n in $ns; do
 		a=$(med swap swapext "$rootfs" "$n" extents_s)
@@ -192,7 +192,7 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
 			"$(fig swap swapext "$rootfs" "$n" extents_s '%.0f')" \
 			"$(fig swap xfs xfs "$n" extents_s '%.0f')" "$(ratio "$a" "$b")" \
-			"$(verdict "$a" "$b" 10)" \
+			"$([ "$n" = 100000 ] && verdict "$a" "$b" 10 || echo -)" \
 			"$(one swap swapext "$rootfs" "$n" trans_ext '%.2f')" \
 			"$(one swap xfs xfs "$n" trans_ext '%.2f')" \
 			"$(one swap swapext "$rootfs" "$n" logbytes_ext '%.0f')" \
