@@ -19,17 +19,18 @@
  *  8. an overwrite in place of a durable block, then an update that
  *     shares it into the clone and swaps it back: the force of the swap
  *     flushes that data first.
- * The power is cut at every device write, in each of keep, drop, tear
- * and random (quick: every 3rd write, the modes in turn).  After recovery,
- * f's size is one some state since the last completed fsync had (or lies
+ * The power is cut at every device write, in each of keep, drop, tear,
+ * random and newest-only (quick: every 3rd write, the modes in turn).
+ * After recovery, f's size is one some state since the last completed
+ * fsync had (or lies
  * between two, at a block boundary, for a chain of appends), and every
  * block shows a tag that block had in one of those states that holds it
  * (a torn overwrite in place: each word), never zeroes or foreign data (a
  * mapping durable without its data); a step-8 update that shows has the
  * overwrite it shared.  The checker is clean and a second recovery
- * changes nothing.  Random fates keep some records whose data was lost:
- * the run counts the recoveries that dropped a force for it, and there
- * must be some.  The first few of those recoveries (which write a fence
+ * changes nothing.  Random and newest-only fates keep records whose data
+ * was lost: the run counts the recoveries that dropped a force for it,
+ * and there must be some.  The first few of those recoveries (which write a fence
  * over the dropped force) are cut at each of their writes in every mode,
  * and the image, recovered again, must show the same.
  */
@@ -322,7 +323,7 @@ out:
 int main(void)
 {
 	static const enum sx_crash_mode modes[] = {
-		SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR, SX_CRASH_RANDOM,
+		SX_CRASH_KEEP, SX_CRASH_DROP, SX_CRASH_TEAR, SX_CRASH_RANDOM, SX_CRASH_NEWEST,
 	};
 	struct sxc_cuts cuts = { 0 };
 	struct sx_crashdev_stats st;
@@ -334,9 +335,9 @@ int main(void)
 
 	sxc_start();
 	cuts.modes = modes;
-	cuts.nmodes = 4;
+	cuts.nmodes = ARRAY_SIZE(modes);
 	cuts.step = sxc_pick(3, 1, 1);
-	cuts.per_point = sxc_pick(1, 4, 4);
+	cuts.per_point = sxc_pick(1, ARRAY_SIZE(modes), ARRAY_SIZE(modes));
 	memset(&r, 0, sizeof(r));
 	for (k = 0; k <= NSTEP; k++)
 		r.m[k] = sxs_file_new(MAXB);
