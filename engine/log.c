@@ -205,8 +205,7 @@ int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks)
 		 * pinned nearly all the time, and calling the log full then
 		 * shut down mounts that were only busy.
 		 */
-		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_blocks &&
-		    !log->l_force_active) {
+		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_active) {
 			if (log->l_ckpt_pinned) {
 				tried = false;
 				continue;
@@ -671,24 +670,24 @@ static int sx_log_flush_data(struct sx_mount *mp, bool always)
 	return error;
 }
 
-/*
- * Format the manifest of the force (l_mf_flight) as the first op of its
- * first record; returns its bytes (0: the force has no manifest).
- */
-static u32 sx_log_format_manifest(struct sx_log *log)
+/* Bytes of the manifest op of the force (l_mf_flight), header included. */
+static u32 sx_log_manifest_bytes(const struct sx_log *log)
+{
+	return sizeof(struct sx_dlog_op) + log->l_mf_flight.ms_n * sizeof(struct sx_dlog_mfent);
+}
+
+/* Format the manifest of the force as the first op of its first record. */
+static void sx_log_format_manifest(struct sx_log *log)
 {
 	struct sx_dlog_op *op = (struct sx_dlog_op *)(log->l_iobuf + SX_LOG_HDR_BYTES);
 	u32 n = log->l_mf_flight.ms_n;
 
-	if (!n)
-		return 0;
-	ASSERT(n <= log->l_mf_max);
+	ASSERT(n && n <= log->l_mf_max);
 	op->lo_type = cpu_to_le16(SX_LOG_OP_MANIFEST);
 	op->lo_flags = 0;
 	op->lo_len = cpu_to_le32(n * sizeof(struct sx_dlog_mfent));
 	op->lo_tid = 0;
 	sx_mfset_format(&log->l_mf_flight, (struct sx_dlog_mfent *)(op + 1));
-	return sizeof(*op) + n * sizeof(struct sx_dlog_mfent);
 }
 
 /*
@@ -698,7 +697,7 @@ static u32 sx_log_format_manifest(struct sx_log *log)
 static int sx_log_write_manifest(struct sx_mount *mp)
 {
 	struct sx_log *log = mp->m_log;
-	u32 mflen = sizeof(struct sx_dlog_op) + log->l_mf_flight.ms_n * sizeof(struct sx_dlog_mfent);
+	u32 mflen = sx_log_manifest_bytes(log);
 	u64 lsn;
 	int error;
 
@@ -768,8 +767,7 @@ static int sx_log_force_locked(struct sx_mount *mp)
 			continue;	/* everything in it was dropped */
 		if (mf_left) {
 			mf_left = false;
-			mflen = sizeof(struct sx_dlog_op) +
-				log->l_mf_flight.ms_n * sizeof(struct sx_dlog_mfent);
+			mflen = sx_log_manifest_bytes(log);
 			if (mflen + g->g_len > sx_log_rec_max_bytes(log)) {
 				error = sx_log_write_manifest(mp);
 				if (error)
