@@ -205,9 +205,24 @@ static int sx_awd_check(struct sx_awd *d, u32 flags, u32 *resp, bool *fits)
 }
 
 /*
+ * The run that holds range @r, searched from run *@ri on (ranges and runs
+ * are in the same order).
+ */
+static struct sx_awd_run *sx_awd_run_of(struct sx_awd *d, const struct sx_aw_range *r, u32 *ri)
+{
+	u64 b0 = r->r_off >> d->d_aw->a_mp->m_blog;
+
+	while (d->d_runs[*ri].r_file != r->r_file ||
+	       d->d_runs[*ri].r_fb + d->d_runs[*ri].r_nb <= b0)
+		(*ri)++;
+	return &d->d_runs[*ri];
+}
+
+/*
  * Assemble every run's new contents: first the old bytes of each range's
  * partial blocks (all of them before any new byte, since two ranges may
- * share a block), then the new bytes.
+ * share a block; a range within one block reads it once), then the new
+ * bytes.
  */
 static int sx_awd_fill(struct sx_awd *d)
 {
@@ -222,33 +237,26 @@ static int sx_awd_fill(struct sx_awd *d)
 	}
 	for (i = 0; i < aw->a_nranges; i++) {
 		const struct sx_aw_range *r = &aw->a_ranges[i];
-		struct sx_aw_file *f = &aw->a_files[r->r_file];
+		const struct sx_awd_run *run = sx_awd_run_of(d, r, &ri);
 		u64 ends[2] = { r->r_off, r->r_off + r->r_len };
 		u32 k;
 
-		while (d->d_runs[ri].r_file != r->r_file ||
-		       d->d_runs[ri].r_fb + d->d_runs[ri].r_nb <= r->r_off / bs)
-			ri++;
 		for (k = 0; k < 2; k++) {
 			u64 fb = ends[k] / bs;
-			u8 *blk = d->d_runs[ri].r_data + (fb - d->d_runs[ri].r_fb) * bs;
+			u8 *blk = run->r_data + (fb - run->r_fb) * bs;
 
-			if (ends[k] % bs == 0)
+			if (ends[k] % bs == 0 || (k == 1 && ends[0] % bs && fb == ends[0] / bs))
 				continue;
 			memset(blk, 0, bs);
-			error = sx_aw_copy_old(aw, f, fb, blk);
+			error = sx_aw_copy_old(aw, &aw->a_files[r->r_file], fb, blk);
 			if (error)
 				return error;
 		}
 	}
 	for (i = 0, ri = 0; i < aw->a_nranges; i++) {
 		const struct sx_aw_range *r = &aw->a_ranges[i];
-		const struct sx_awd_run *run;
+		const struct sx_awd_run *run = sx_awd_run_of(d, r, &ri);
 
-		while (d->d_runs[ri].r_file != r->r_file ||
-		       d->d_runs[ri].r_fb + d->d_runs[ri].r_nb <= r->r_off / bs)
-			ri++;
-		run = &d->d_runs[ri];
 		memcpy(run->r_data + (r->r_off - run->r_fb * bs), aw->a_iov[r->r_iov].ai_buf,
 		       r->r_len);
 	}
