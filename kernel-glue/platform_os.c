@@ -221,6 +221,22 @@ void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m)
 	sx_mutex_lock(m);
 }
 
+/* sx_cond_wait() that gives up after @timeout_ns: false if it did. */
+bool sx_cond_timedwait(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns)
+{
+	long left;
+	int seq;
+
+	VERIFY(sx_mutex_is_held(m));
+	seq = atomic_read(&c->c_seq);
+	sx_mutex_unlock(m);
+	/* a high-resolution timer: the waits are microseconds, not ticks */
+	left = wait_event_hrtimeout(c->c_wait, atomic_read(&c->c_seq) != seq,
+				    ns_to_ktime(timeout_ns));
+	sx_mutex_lock(m);
+	return left == 0;
+}
+
 /* Wake every waiter of @c. */
 void sx_cond_broadcast(struct sx_cond *c)
 {

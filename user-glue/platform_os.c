@@ -354,7 +354,13 @@ void sx_spin_unlock(struct sx_spinlock *l)
 /* Initialise a condition variable. */
 void sx_cond_init(struct sx_cond *c)
 {
-	VERIFY(pthread_cond_init(&c->c_cond, NULL) == 0);
+	pthread_condattr_t attr;
+
+	/* timed waits count on the clock sx_now_ns() reads */
+	VERIFY(pthread_condattr_init(&attr) == 0);
+	VERIFY(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0);
+	VERIFY(pthread_cond_init(&c->c_cond, &attr) == 0);
+	pthread_condattr_destroy(&attr);
 }
 
 /* Release a condition variable's resources. */
@@ -370,6 +376,25 @@ void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m)
 	sx_mutex_clear_owner(m);
 	VERIFY(pthread_cond_wait(&c->c_cond, &m->m_lock) == 0);
 	sx_mutex_set_owner(m);
+}
+
+/* sx_cond_wait() that gives up after @timeout_ns: false if it did. */
+bool sx_cond_timedwait(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns)
+{
+	struct timespec ts;
+	u64 when;
+	int rc;
+
+	VERIFY(sx_mutex_is_held(m) && !m->m_unordered);
+	VERIFY(clock_gettime(CLOCK_MONOTONIC, &ts) == 0);
+	when = (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec + timeout_ns;
+	ts.tv_sec = (time_t)(when / 1000000000ull);
+	ts.tv_nsec = (long)(when % 1000000000ull);
+	sx_mutex_clear_owner(m);
+	rc = pthread_cond_timedwait(&c->c_cond, &m->m_lock, &ts);
+	sx_mutex_set_owner(m);
+	VERIFY(rc == 0 || rc == ETIMEDOUT);
+	return rc == 0;
 }
 
 /* Wake every waiter of @c. */

@@ -87,6 +87,12 @@ void sx_cond_init(struct sx_cond *c);
 void sx_cond_destroy(struct sx_cond *c);
 /** sx_cond_wait() - atomically release @m, sleep until woken, retake @m */
 void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m);
+/**
+ * sx_cond_timedwait() - sx_cond_wait() for at most @timeout_ns nanoseconds
+ *
+ * Return: false if the time ran out, true if woken (or woken spuriously).
+ */
+bool sx_cond_timedwait(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns);
 /** sx_cond_broadcast() - wake every waiter of @c */
 void sx_cond_broadcast(struct sx_cond *c);
 

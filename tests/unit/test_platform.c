@@ -367,6 +367,62 @@ static void test_cond(void **state)
 	sx_mutex_destroy(&ca.ca_mutex);
 }
 
+/* One thread that waits with a long timeout until told to go. */
+static void *timed_waiter(void *arg)
+{
+	struct cond_arg *ca = arg;
+
+	sx_mutex_lock(&ca->ca_mutex);
+	ca->ca_waiting++;
+	while (!ca->ca_go)
+		if (sx_cond_timedwait(&ca->ca_cond, &ca->ca_mutex, 60ull * 1000000000ull))
+			ca->ca_woken++;
+	ca->ca_held_after = ca->ca_held_after && sx_mutex_is_held(&ca->ca_mutex);
+	sx_mutex_unlock(&ca->ca_mutex);
+	return NULL;
+}
+
+/*
+ * A timed wait nobody ends returns false no sooner than its timeout, with
+ * the mutex held again; a broadcast ends a long one early, returning true.
+ */
+static void test_cond_timedwait(void **state)
+{
+	struct cond_arg ca = { .ca_held_after = true };
+	pthread_t t;
+	u64 start;
+	int waiting;
+
+	sx_mutex_init(&ca.ca_mutex);
+	sx_cond_init(&ca.ca_cond);
+	sx_mutex_lock(&ca.ca_mutex);
+	start = sx_now_ns();
+	assert_false(sx_cond_timedwait(&ca.ca_cond, &ca.ca_mutex, 20000000));
+	assert_true(sx_now_ns() - start >= 20000000);
+	assert_true(sx_mutex_is_held(&ca.ca_mutex));
+	sx_mutex_unlock(&ca.ca_mutex);
+
+	start = sx_now_ns();
+	assert_int_equal(pthread_create(&t, NULL, timed_waiter, &ca), 0);
+	do {
+		sleep_ms(1);
+		sx_mutex_lock(&ca.ca_mutex);
+		waiting = ca.ca_waiting;
+		sx_mutex_unlock(&ca.ca_mutex);
+	} while (!waiting);
+	sx_mutex_lock(&ca.ca_mutex);
+	ca.ca_go = true;
+	sx_cond_broadcast(&ca.ca_cond);
+	sx_mutex_unlock(&ca.ca_mutex);
+	pthread_join(t, NULL);
+	/* woken, not timed out: the 60 s did not pass */
+	assert_true(ca.ca_woken >= 1);
+	assert_true(sx_now_ns() - start < 30ull * 1000000000ull);
+	assert_true(ca.ca_held_after);
+	sx_cond_destroy(&ca.ca_cond);
+	sx_mutex_destroy(&ca.ca_mutex);
+}
+
 /* Atomic read, set, add_return and cmpxchg, 32 and 64 bits. */
 static void test_atomics_basic(void **state)
 {
@@ -965,6 +1021,7 @@ int main(void)
 		cmocka_unit_test(test_mutual_exclusion),
 		cmocka_unit_test(test_rwsem),
 		cmocka_unit_test(test_cond),
+		cmocka_unit_test(test_cond_timedwait),
 		cmocka_unit_test(test_atomics_basic),
 		cmocka_unit_test(test_atomics_threads),
 		cmocka_unit_test(test_rcu_readers),
