@@ -498,7 +498,7 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 }
 
 /* Write every dirty buffer that is unpinned and not held by a transaction. */
-int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned)
+int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned, u32 *locked)
 {
 	struct sx_bcache *bc = mp->m_bcache;
 	struct sx_buf **list = NULL;
@@ -528,10 +528,15 @@ int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned)
 	}
 	sx_mutex_unlock(&bc->bc_lock);
 
+	*locked = 0;
 	for (i = 0; i < n; i++) {
 		struct sx_buf *bp = list[i];
 
-		if (!error && sx_mutex_trylock(&bp->b_lock)) {
+		if (!error && !sx_mutex_trylock(&bp->b_lock)) {
+			/* the caller's own transaction may hold it: no wait ends that */
+			if (!sx_mutex_is_held(&bp->b_lock))
+				(*locked)++;
+		} else if (!error) {
 			bool writable;
 
 			sx_mutex_lock(&bc->bc_lock);

@@ -163,10 +163,13 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp);
  * @pinned: set to how many dirty buffers it left because a commit that a
  *	force has not completed pinned them (they become writable when the
  *	force completes)
+ * @locked: set to how many it left because another thread held them locked
+ *	(a transaction between its commit and its release: they become
+ *	writable when it lets them go)
  *
  * The caller has forced the log and flushes the device afterwards.
  */
-int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned);
+int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned, u32 *locked);
 
 /*
  * The log's side: a commit pins each changed buffer (dirty, not writable,

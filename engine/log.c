@@ -165,6 +165,7 @@ int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks)
 {
 	struct sx_log *log = mp->m_log;
 	u32 need;
+	u32 lockwaits = 0;
 	int error;
 	bool tried = false;
 
@@ -207,6 +208,21 @@ int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks)
 		 */
 		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_active) {
 			if (log->l_ckpt_pinned) {
+				tried = false;
+				continue;
+			}
+			/*
+			 * Blocks another thread held locked: a transaction
+			 * that committed (its reservation is back, its
+			 * records may be written) and has not let its
+			 * buffers go.  It will without needing log space, so
+			 * wait a little and checkpoint again; but only so
+			 * long, since two rolls that each hold what pins the
+			 * other's tail would wait on each other for ever.
+			 */
+			if (log->l_ckpt_locked && lockwaits < SX_LOG_LOCKED_RETRIES) {
+				lockwaits++;
+				sx_cond_timedwait(&log->l_space, &log->l_lock, SX_LOG_LOCKED_WAIT_NS);
 				tried = false;
 				continue;
 			}
@@ -952,7 +968,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	struct sx_log *log = mp->m_log;
 	struct sx_list *pos;
 	u64 oldest, tail, clean_free;
-	u32 prev_crc = 0, i, keep, pinned;
+	u32 prev_crc = 0, i, keep, pinned, locked;
 	bool moved;
 	int error;
 
@@ -962,7 +978,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	error = sx_log_force_locked(mp);
 	if (error)
 		goto out_unlock;
-	error = sx_buf_writeback(mp, &oldest, &pinned);
+	error = sx_buf_writeback(mp, &oldest, &pinned, &locked);
 	if (error)
 		goto out_unlock;
 	error = sx_fault("checkpoint_flush");
@@ -976,6 +992,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	sx_mutex_lock(&log->l_lock);
 	log->l_stats.ls_checkpoints++;
 	log->l_ckpt_pinned = pinned;
+	log->l_ckpt_locked = locked;
 	tail = SX_LSN(log->l_cycle, log->l_head);
 	if (oldest && oldest < tail)
 		tail = oldest;

@@ -95,6 +95,13 @@ struct sx_mfset {
 	u32		ms_n;
 };
 
+/*
+ * A reservation that finds the log full because another thread holds
+ * blocks locked waits this long, this many times at most, for them.
+ */
+#define SX_LOG_LOCKED_WAIT_NS	1000000ull
+#define SX_LOG_LOCKED_RETRIES	1000
+
 struct sx_log {
 	struct sx_mutex	l_force_lock;
 	struct sx_mutex	l_lock;
@@ -145,6 +152,7 @@ struct sx_log {
 	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
 	bool		l_force_active;	/* a force took groups and has not completed them */
 	u32		l_ckpt_pinned;	/* dirty buffers the last checkpoint found pinned */
+	u32		l_ckpt_locked;	/* ... and found locked by another thread */
 	u64		l_cil_last_tid;	/* the largest id the queue has given the log */
 	u64		l_commit_seq;	/* transactions queued so far */
 	/*
