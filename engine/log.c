@@ -118,6 +118,8 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	sx_mutex_init(&log->l_wait_lock);
 	sx_cond_init(&log->l_space);
 	sx_cond_init(&log->l_forced);
+	sx_cond_init(&log->l_gathered);
+	log->l_gather_max_ns = SX_LOG_GATHER_MAX_NS;
 	mp->m_log = log;
 	return 0;
 }
@@ -151,6 +153,7 @@ void sx_log_destroy(struct sx_mount *mp)
 	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);
 	sx_cond_destroy(&log->l_forced);
+	sx_cond_destroy(&log->l_gathered);
 	sx_mutex_destroy(&log->l_lock);
 	sx_mutex_destroy(&log->l_wait_lock);
 	sx_mutex_destroy(&log->l_force_lock);
@@ -890,6 +893,40 @@ int sx_log_force(struct sx_mount *mp)
 }
 
 /*
+ * A new leader's wait for company (l_wait_lock held, l_leading set).  When
+ * the last force ended with others waiting, callers are committing side by
+ * side, and the ones that were served by the last force are still between
+ * its end and their next commit: a leader that forced at once would take
+ * only the few commits that came first, and the rest would wait for the
+ * whole of the next force as well.  So it waits until as many callers are
+ * here as the last force ended with, for at most about one force's length
+ * (which is what a caller arriving just after the force started would have
+ * waited anyway).  A lone thread never waits.  The wait is bounded and the
+ * leader holds nothing but l_wait_lock, which it drops while it sleeps, so
+ * a caller that never comes costs time, not progress.
+ */
+static void sx_log_gather(struct sx_mount *mp)
+{
+	struct sx_log *log = mp->m_log;
+	u64 limit, deadline, now;
+
+	ASSERT(sx_mutex_is_held(&log->l_wait_lock));
+	if (log->l_last_group < 2 || log->l_followers + 1 >= log->l_last_group)
+		return;
+	limit = sx_min(log->l_force_ns, log->l_gather_max_ns);
+	deadline = sx_now_ns() + limit;
+	log->l_group_want = log->l_last_group;
+	log->l_stats.ls_gathers++;
+	while (log->l_followers + 1 < log->l_group_want && !sx_is_shutdown(mp)) {
+		now = sx_now_ns();
+		if (now >= deadline ||
+		    !sx_cond_timedwait(&log->l_gathered, &log->l_wait_lock, deadline - now))
+			break;
+	}
+	log->l_group_want = 0;
+}
+
+/*
  * Make the transactions up to commit sequence @seq durable, and with @data
  * the file data written in place so far too.  Forces are shared (group
  * commit): a force takes everything queued, and a caller whose
@@ -902,34 +939,47 @@ int sx_log_force(struct sx_mount *mp)
  * would serve them one at a time as the lock passes, and a thread with a
  * newer commit could start the next force in between: a caller the last
  * force covered would wait for that one too, and every group would
- * shrink to the thread that leads it.  Callers that need the data flush
+ * shrink to the thread that leads it.  A new leader first waits a little
+ * for the others to commit too (sx_log_gather()).  Callers that need the data flush
  * (fsync) take the force lock: a force clears l_data_dirty before its
  * flush is done, so only its lock tells when that flush is over.
  */
 int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 {
 	struct sx_log *log = mp->m_log;
+	u64 start;
 	int error = 0;
 
 	if (!data) {
 		if (sx_log_durable_seq(mp) >= seq)
 			return 0;
 		sx_mutex_lock(&log->l_wait_lock);
-		while (sx_log_durable_seq(mp) < seq && log->l_leading)
+		while (sx_log_durable_seq(mp) < seq && log->l_leading) {
+			log->l_followers++;
+			if (log->l_group_want && log->l_followers + 1 >= log->l_group_want)
+				sx_cond_broadcast(&log->l_gathered);
 			sx_cond_wait(&log->l_forced, &log->l_wait_lock);
+			log->l_followers--;
+		}
 		if (sx_log_durable_seq(mp) >= seq) {
 			sx_mutex_unlock(&log->l_wait_lock);
 			return 0;
 		}
 		log->l_leading = true;
+		sx_log_gather(mp);
 		sx_mutex_unlock(&log->l_wait_lock);
 
+		start = sx_now_ns();
 		sx_mutex_lock(&log->l_force_lock);
 		if (sx_log_durable_seq(mp) < seq)
 			error = sx_log_force_locked(mp);
 		sx_mutex_unlock(&log->l_force_lock);
 
 		sx_mutex_lock(&log->l_wait_lock);
+		/* an eighth of each new force: steady, yet follows the device */
+		log->l_force_ns = log->l_force_ns - (log->l_force_ns >> 3) +
+				  ((sx_now_ns() - start) >> 3);
+		log->l_last_group = log->l_followers + 1;
 		log->l_leading = false;
 		sx_cond_broadcast(&log->l_forced);
 		sx_mutex_unlock(&log->l_wait_lock);
@@ -1057,7 +1107,9 @@ void sx_log_get_stats(struct sx_mount *mp, struct sx_log_stats *st)
 	struct sx_log *log = mp->m_log;
 
 	sx_mutex_lock(&log->l_lock);
+	sx_mutex_lock(&log->l_wait_lock);	/* for ls_gathers */
 	*st = log->l_stats;
+	sx_mutex_unlock(&log->l_wait_lock);
 	sx_mutex_unlock(&log->l_lock);
 }
 

@@ -38,6 +38,7 @@ struct sx_log_stats {
 	u64	ls_whiteouts;		/* intent and done pairs dropped together */
 	u64	ls_pushes;		/* forces because the queue was full */
 	u64	ls_queue_peak;		/* most bytes of ops the queue held at once */
+	u64	ls_gathers;		/* forces whose leader waited for others to join */
 };
 
 /** sx_log_init() - set up the log of @mp at head @head_lsn after mount/recovery */
