@@ -628,11 +628,14 @@ static bool search_extend(struct alloc_search *s, u64 pos, u64 n)
 /*
  * Free blocks [pos, pos + n) follow the run being followed: extend it as
  * far as it needs, or, avoiding busy blocks, end it at each busy stretch and
- * start again after it.  True once the run is long enough.
+ * start again after it.  For data, a block whose contents are still in the
+ * log (sx_buf_range_data()) counts as busy too, and stays so until the
+ * tail passes them: recovery could write the logged image over new data.
+ * True once the run is long enough.
  */
 static bool search_free(struct alloc_search *s, u64 pos, u64 n)
 {
-	u64 end = pos + n, bs, be, stop;
+	u64 end = pos + n, bs, be, stop, hit;
 
 	while (pos < end) {
 		bool busy = s->as_busy && busy_find(s->as_a, pos, end, &bs, &be);
@@ -640,8 +643,16 @@ static bool search_free(struct alloc_search *s, u64 pos, u64 n)
 		stop = busy ? bs : end;
 		if (stop > pos) {
 			u64 want = s->as_maxlen - (s->as_in_run ? s->as_run_len : 0);
+			u64 take = sx_min(stop - pos, want);
 
-			if (search_extend(s, pos, sx_min(stop - pos, want)))
+			if (s->as_busy && sx_buf_range_data(s->as_mp, pos, take, &hit)) {
+				if (hit > pos && search_extend(s, pos, hit - pos))
+					return true;
+				search_end_run(s);
+				pos = hit + 1;
+				continue;
+			}
+			if (search_extend(s, pos, take))
 				return true;
 		}
 		if (!busy)

@@ -21,6 +21,9 @@ struct sx_bcache {
 	u32		bc_max;
 	u32		bc_count;
 	u32		bc_ndirty;
+	struct sx_list	bc_data;	/* data buffers (SX_BS_DATA), never on the LRU */
+	u32		bc_ndata;
+	u64		bc_tail;	/* the log's tail, as sx_bcache_set_tail() said */
 	struct sx_bcache_stats bc_stats;
 };
 
@@ -56,6 +59,7 @@ int sx_bcache_init(struct sx_mount *mp, u32 max)
 		sx_list_init(&bc->bc_hash[i]);
 	sx_list_init(&bc->bc_lru);
 	sx_list_init(&bc->bc_dirty);
+	sx_list_init(&bc->bc_data);
 	sx_mutex_init(&bc->bc_lock);
 	mp->m_bcache = bc;
 	return 0;
@@ -75,8 +79,10 @@ static void sx_bcache_evict(struct sx_bcache *bc, struct sx_buf *bp)
 {
 	ASSERT(sx_mutex_is_held(&bc->bc_lock));
 	ASSERT(bp->b_refs == 0 && bp->b_pin == 0);
-	if (bp->b_state & SX_BS_LRU)
+	if (bp->b_state & (SX_BS_LRU | SX_BS_DATA))
 		sx_list_del(&bp->b_lru);
+	if (bp->b_state & SX_BS_DATA)
+		sx_store_release(bc->bc_ndata, bc->bc_ndata - 1);
 	sx_list_del(&bp->b_hash);
 	bc->bc_count--;
 	sx_buf_free(bp);
@@ -188,7 +194,7 @@ bool sx_buf_range_live(struct sx_mount *mp, u64 bno, u64 len, u64 *hit)
 		sx_list_for_each(pos, sx_bcache_bucket(bc, b)) {
 			struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
 
-			if (bp->b_blkno != b || !bp->b_ops ||
+			if (bp->b_blkno != b || !bp->b_ops || sx_buf_is_data(bp) ||
 			    (bp->b_state & (SX_BS_STALE | SX_BS_INVALID)))
 				continue;
 			/* b_flags is ours to read only under b_lock, held by our transaction */
@@ -201,6 +207,109 @@ bool sx_buf_range_live(struct sx_mount *mp, u64 bno, u64 len, u64 *hit)
 	}
 	sx_mutex_unlock(&bc->bc_lock);
 	return found;
+}
+
+/* The cached data buffer of @b, if any (cache lock held). */
+static struct sx_buf *sx_bcache_data_at(struct sx_bcache *bc, u64 b)
+{
+	struct sx_list *pos;
+
+	sx_list_for_each(pos, sx_bcache_bucket(bc, b)) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_hash);
+
+		if (bp->b_blkno == b && (bp->b_state & SX_BS_DATA) &&
+		    !(bp->b_state & (SX_BS_STALE | SX_BS_INVALID)))
+			return bp;
+	}
+	return NULL;
+}
+
+/*
+ * Find a block of [@bno, +@len) held in a data buffer: by block when the
+ * range is shorter than the list of data buffers, else through the list.
+ */
+bool sx_buf_range_data(struct sx_mount *mp, u64 bno, u64 len, u64 *hit)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	struct sx_list *pos;
+	bool found = false;
+	u64 b;
+
+	if (!sx_read_once(bc->bc_ndata))
+		return false;
+	sx_mutex_lock(&bc->bc_lock);
+	if (len <= bc->bc_ndata) {
+		for (b = bno; b - bno < len; b++) {
+			if (sx_bcache_data_at(bc, b)) {
+				*hit = b;
+				found = true;
+				break;
+			}
+		}
+	} else {
+		sx_list_for_each(pos, &bc->bc_data) {
+			struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_lru);
+
+			if (bp->b_blkno < bno || bp->b_blkno - bno >= len ||
+			    (bp->b_state & (SX_BS_STALE | SX_BS_INVALID)))
+				continue;
+			if (!found || bp->b_blkno < *hit)
+				*hit = bp->b_blkno;
+			found = true;
+		}
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+	return found;
+}
+
+/*
+ * Reads of file data: a block in a data buffer may not be home yet, and
+ * the buffer is never older than home.
+ */
+void sx_buf_overlay_data(struct sx_mount *mp, u64 bno, u32 count, void *buf)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	u64 b;
+
+	if (!sx_read_once(bc->bc_ndata))
+		return;
+	sx_mutex_lock(&bc->bc_lock);
+	for (b = bno; b - bno < count; b++) {
+		struct sx_buf *bp = sx_bcache_data_at(bc, b);
+
+		if (bp)
+			memcpy((u8 *)buf + ((b - bno) << mp->m_blog), bp->b_data, mp->m_bsize);
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+}
+
+u32 sx_bcache_data_count(struct sx_mount *mp)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	u32 n;
+
+	sx_mutex_lock(&bc->bc_lock);
+	n = bc->bc_ndata;
+	sx_mutex_unlock(&bc->bc_lock);
+	return n;
+}
+
+/* The log's tail moved to @tail: let go of the data buffers behind it. */
+void sx_bcache_set_tail(struct sx_mount *mp, u64 tail)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	struct sx_list *pos, *n;
+
+	sx_mutex_lock(&bc->bc_lock);
+	bc->bc_tail = tail;
+	sx_list_for_each_safe(pos, n, &bc->bc_data) {
+		struct sx_buf *bp = sx_list_entry(pos, struct sx_buf, b_lru);
+
+		if (bp->b_refs == 0 && bp->b_pin == 0 && !(bp->b_state & SX_BS_DIRTY) &&
+		    bp->b_lsn < tail)
+			sx_bcache_evict(bc, bp);
+	}
+	sx_mutex_unlock(&bc->bc_lock);
 }
 
 /* Take another reference to a referenced buffer. */
@@ -223,10 +332,42 @@ static void sx_buf_rele_locked(struct sx_bcache *bc, struct sx_buf *bp)
 		sx_bcache_evict(bc, bp);
 		return;
 	}
+	if (bp->b_state & SX_BS_DATA) {
+		/* kept on bc_data while recovery could still replay it */
+		if (!(bp->b_state & SX_BS_DIRTY) && bp->b_pin == 0 && bp->b_lsn < bc->bc_tail)
+			sx_bcache_evict(bc, bp);
+		return;
+	}
 	bp->b_state |= SX_BS_LRU;
 	sx_list_add_tail(&bp->b_lru, &bc->bc_lru);
 	if (bc->bc_count > bc->bc_max)
 		sx_bcache_shrink(bc, bc->bc_max);
+}
+
+/*
+ * Give a locked buffer its type.  Data buffers move between the LRU's
+ * world and bc_data as a block turns from metadata into data or back.
+ */
+static void sx_buf_set_ops(struct sx_bcache *bc, struct sx_buf *bp,
+			   const struct sx_buf_ops *ops)
+{
+	bool was = bp->b_state & SX_BS_DATA, is = ops == &sx_data_buf_ops;
+
+	bp->b_ops = ops;
+	if (was == is)
+		return;
+	sx_mutex_lock(&bc->bc_lock);
+	ASSERT(!(bp->b_state & SX_BS_LRU));	/* referenced: off the LRU */
+	if (is) {
+		sx_list_add(&bp->b_lru, &bc->bc_data);
+		bp->b_state |= SX_BS_DATA;
+		sx_store_release(bc->bc_ndata, bc->bc_ndata + 1);
+	} else {
+		sx_list_del(&bp->b_lru);
+		bp->b_state &= ~SX_BS_DATA;
+		sx_store_release(bc->bc_ndata, bc->bc_ndata - 1);
+	}
+	sx_mutex_unlock(&bc->bc_lock);
 }
 
 /*
@@ -360,13 +501,25 @@ int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 		if (error)
 			goto out_invalid;
 	}
-	if (!(bp->b_flags & SX_BUF_VERIFIED) || bp->b_ops != ops || bp->b_owner != owner) {
+	if (ops == &sx_data_buf_ops) {
+		/* file data has no header; but a live metadata block is not data */
+		if (!isnew && bp->b_ops && bp->b_ops != ops && (bp->b_flags & SX_BUF_VERIFIED) &&
+		    !(bp->b_state & (SX_BS_STALE | SX_BS_INVALID))) {
+			sx_err(mp, "block %llu is cached as %s, not file data",
+			       (unsigned long long)blkno, bp->b_ops->bo_name);
+			error = -EFSCORRUPTED;
+			goto out_invalid;
+		}
+		sx_buf_set_ops(mp->m_bcache, bp, ops);
+		bp->b_owner = owner;
+		bp->b_flags |= SX_BUF_VERIFIED;
+	} else if (!(bp->b_flags & SX_BUF_VERIFIED) || bp->b_ops != ops || bp->b_owner != owner) {
 		error = sx_buf_verify(mp, bp->b_data, blkno, ops, owner);
 		if (!error)
 			error = sx_buf_check_lsn(mp, bp->b_data, blkno, ops);
 		if (error)
 			goto out_invalid;
-		bp->b_ops = ops;
+		sx_buf_set_ops(mp->m_bcache, bp, ops);
 		bp->b_owner = owner;
 		bp->b_flags |= SX_BUF_VERIFIED;
 	}
@@ -392,7 +545,7 @@ int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	error = sx_buf_find_lock(mp, blkno, &bp, &isnew);
 	if (error)
 		return error;
-	bp->b_ops = ops;
+	sx_buf_set_ops(mp->m_bcache, bp, ops);
 	bp->b_owner = owner;
 	bp->b_flags |= SX_BUF_VERIFIED;
 	*bpp = bp;
@@ -479,6 +632,8 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 	sx_mutex_lock(&mp->m_bcache->bc_lock);
 	lsn = bp->b_lsn;
 	sx_mutex_unlock(&mp->m_bcache->bc_lock);
+	if (sx_buf_is_data(bp))
+		goto write;		/* file data: no header to stamp, no verifier */
 	sx_buf_stamp(mp, bp->b_data, lsn);
 	if (bp->b_ops) {
 		error = sx_buf_verify(mp, bp->b_data, bp->b_blkno, bp->b_ops, bp->b_owner);
@@ -488,6 +643,7 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 			return -EFSCORRUPTED;
 		}
 	}
+write:
 	error = sx_fault("buf_write");
 	if (error) {
 		sx_force_shutdown(mp, error, "metadata write of block %llu failed",
@@ -497,14 +653,106 @@ int sx_buf_write(struct sx_mount *mp, struct sx_buf *bp)
 	return sx_dev_write(mp, bp->b_blkno, 1, bp->b_data, 0);
 }
 
+/* @bp, locked, is written: clean, off the dirty list, and that list's reference dropped. */
+static void sx_buf_written(struct sx_bcache *bc, struct sx_buf *bp)
+{
+	sx_mutex_lock(&bc->bc_lock);
+	bp->b_state &= ~SX_BS_DIRTY;
+	bp->b_first_lsn = 0;
+	sx_list_del(&bp->b_dirty);
+	bc->bc_ndirty--;
+	bc->bc_stats.bs_writebacks++;
+	/* the dirty list's reference */
+	sx_buf_rele_locked(bc, bp);
+	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/*
+ * Data blocks of a writeback, gathered into one device write while they
+ * follow one another on the device (the blocks of atomic writes come from
+ * a rotor, and the dirty list holds them in the order they were logged):
+ * a checkpoint writes thousands of them, and a write each would cost as
+ * much as the writes the log saved.
+ */
+#define SX_WB_BYTES	(256u << 10)
+#define SX_WB_BUFS	64
+
+struct sx_wb {
+	struct sx_buf	*w_bufs[SX_WB_BUFS];
+	u32		w_n;
+	u32		w_max;
+	u8		*w_bounce;
+};
+
+/* Write the gathered data blocks, then let them go (clean if written). */
+static int sx_wb_flush(struct sx_mount *mp, struct sx_wb *wb)
+{
+	u32 i;
+	int error = 0;
+
+	if (!wb->w_n)
+		return 0;
+	if (sx_is_shutdown(mp))
+		error = -EIO;
+	for (i = 0; i < wb->w_n && !error; i++)
+		error = sx_fault("buf_write");
+	if (!error) {
+		for (i = 0; i < wb->w_n; i++)
+			memcpy(wb->w_bounce + ((size_t)i << mp->m_blog), wb->w_bufs[i]->b_data,
+			       mp->m_bsize);
+		error = sx_dev_write(mp, wb->w_bufs[0]->b_blkno, wb->w_n, wb->w_bounce, 0);
+	}
+	if (error && !sx_is_shutdown(mp))
+		sx_force_shutdown(mp, error, "data write of blocks %llu+%u failed",
+				  (unsigned long long)wb->w_bufs[0]->b_blkno, wb->w_n);
+	for (i = 0; i < wb->w_n; i++) {
+		struct sx_buf *bp = wb->w_bufs[i];
+
+		if (!error)
+			sx_buf_written(mp->m_bcache, bp);
+		sx_mutex_unlock(&bp->b_lock);
+		sx_buf_rele(bp);
+	}
+	wb->w_n = 0;
+	return error;
+}
+
+/* Add a locked, writable data buffer to the batch, writing the batch first if it must. */
+static int sx_wb_add(struct sx_mount *mp, struct sx_wb *wb, struct sx_buf *bp)
+{
+	int error = 0;
+
+	if (!wb->w_bounce) {
+		wb->w_bounce = sx_alloc(SX_WB_BYTES, SX_NOFS);
+		if (!wb->w_bounce)
+			wb->w_max = 1;		/* a block at a time, from the buffer itself */
+	}
+	if (wb->w_n && (wb->w_n == wb->w_max ||
+			bp->b_blkno != wb->w_bufs[wb->w_n - 1]->b_blkno + 1))
+		error = sx_wb_flush(mp, wb);
+	if (!wb->w_bounce) {
+		/* no memory for a batch: write this one alone */
+		if (!error)
+			error = sx_buf_write(mp, bp);
+		if (!error)
+			sx_buf_written(mp->m_bcache, bp);
+		sx_mutex_unlock(&bp->b_lock);
+		sx_buf_rele(bp);
+		return error;
+	}
+	wb->w_bufs[wb->w_n++] = bp;
+	return error;
+}
+
 /* Write every dirty buffer that is unpinned and not held by a transaction. */
 int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned, u32 *locked)
 {
 	struct sx_bcache *bc = mp->m_bcache;
 	struct sx_buf **list = NULL;
 	struct sx_list *pos;
+	struct sx_wb wb;
 	u32 n = 0, i, cap;
-	int error = 0;
+	int error = 0, error2;
 	u64 min = 0;
 
 	sx_mutex_lock(&bc->bc_lock);
@@ -529,6 +777,9 @@ int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned, u32 *locked)
 	sx_mutex_unlock(&bc->bc_lock);
 
 	*locked = 0;
+	wb.w_n = 0;
+	wb.w_max = sx_min(SX_WB_BUFS, SX_WB_BYTES >> mp->m_blog);
+	wb.w_bounce = NULL;
 	for (i = 0; i < n; i++) {
 		struct sx_buf *bp = list[i];
 
@@ -543,24 +794,25 @@ int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned, u32 *locked)
 			writable = bp->b_pin == 0 && (bp->b_state & SX_BS_DIRTY) &&
 				   !(bp->b_state & SX_BS_STALE);
 			sx_mutex_unlock(&bc->bc_lock);
-			if (writable) {
+			if (writable && sx_buf_is_data(bp)) {
+				/* locked and referenced until its batch is written */
+				error = sx_wb_add(mp, &wb, bp);
+				continue;
+			}
+			error = sx_wb_flush(mp, &wb);
+			if (writable && !error) {
 				error = sx_buf_write(mp, bp);
-				if (!error) {
-					sx_mutex_lock(&bc->bc_lock);
-					bp->b_state &= ~SX_BS_DIRTY;
-					bp->b_first_lsn = 0;
-					sx_list_del(&bp->b_dirty);
-					bc->bc_ndirty--;
-					bc->bc_stats.bs_writebacks++;
-					/* the dirty list's reference */
-					sx_buf_rele_locked(bc, bp);
-					sx_mutex_unlock(&bc->bc_lock);
-				}
+				if (!error)
+					sx_buf_written(bc, bp);
 			}
 			sx_mutex_unlock(&bp->b_lock);
 		}
 		sx_buf_rele(bp);
 	}
+	error2 = sx_wb_flush(mp, &wb);
+	if (!error)
+		error = error2;
+	sx_free(wb.w_bounce);
 	sx_free(list);
 
 	*pinned = 0;
@@ -664,3 +916,11 @@ const struct sx_buf_ops *sx_buf_type_lookup(u32 magic)
 			return sx_buf_types[i];
 	return NULL;
 }
+
+/*
+ * File data logged whole: nothing to verify (sx_buf_read() and
+ * sx_buf_write() skip the header for this type), no magic of its own.
+ */
+const struct sx_buf_ops sx_data_buf_ops = {
+	.bo_name	= "file data",
+};

@@ -50,6 +50,7 @@ enum {
 	SX_BS_STALE	= (1u << 1),	/* no longer metadata; never written */
 	SX_BS_INVALID	= (1u << 2),	/* contents unusable (read failed, cancelled init) */
 	SX_BS_LRU	= (1u << 3),	/* on the LRU */
+	SX_BS_DATA	= (1u << 4),	/* file data (sx_data_buf_ops), on bc_data */
 };
 
 struct sx_bcache;
@@ -178,6 +179,43 @@ int sx_buf_writeback(struct sx_mount *mp, u64 *oldest, u32 *pinned, u32 *locked)
  */
 void sx_buf_pin(struct sx_mount *mp, struct sx_buf *bp, bool stale);
 void sx_buf_unpin(struct sx_mount *mp, struct sx_buf *bp, u64 lsn);
+
+/*
+ * File data in the log.  A small atomic write logs its new blocks whole
+ * (SX_LB_DATA) instead of writing them in place before its record: one
+ * device write for data and record.  Such a block lives in a buffer of
+ * sx_data_buf_ops (no header, no verifier) until a checkpoint writes it
+ * home, and the buffer stays cached, off the LRU, until the log's tail
+ * has passed its last image, since until then recovery may write that
+ * image over the block.  While it is cached: reads take the block from it
+ * (sx_buf_overlay_data()), data allocations step around the block
+ * (sx_buf_range_data()), and an overwrite in place goes through the log
+ * too (file_io.c).
+ */
+extern const struct sx_buf_ops sx_data_buf_ops;
+
+static inline bool sx_buf_is_data(const struct sx_buf *bp)
+{
+	return bp->b_ops == &sx_data_buf_ops;
+}
+
+/**
+ * sx_buf_range_data() - whether a block of [@bno, +@len) is file data in
+ * the log (cached in a data buffer); *@hit gets the first such block
+ */
+bool sx_buf_range_data(struct sx_mount *mp, u64 bno, u64 len, u64 *hit);
+
+/** sx_buf_overlay_data() - copy the cached data blocks of [@bno, +@count) over @buf */
+void sx_buf_overlay_data(struct sx_mount *mp, u64 bno, u32 count, void *buf);
+
+/** sx_bcache_data_count() - how many data buffers are cached (for tests) */
+u32 sx_bcache_data_count(struct sx_mount *mp);
+
+/**
+ * sx_bcache_set_tail() - the log's tail is @tail now: data buffers written
+ * home whose last image lies behind it are let go
+ */
+void sx_bcache_set_tail(struct sx_mount *mp, u64 tail);
 
 /* sx_bcache_pressure() - true when dirty buffers fill most of the cache */
 bool sx_bcache_pressure(struct sx_mount *mp);

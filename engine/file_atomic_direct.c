@@ -9,9 +9,10 @@
  * every run, writes the runs into them, unmaps and frees the old blocks
  * and maps the new ones in their place, and sets the files' sizes and
  * times.  A crash leaves all of it or none: it is one transaction, and the
- * new blocks are written fresh, so the force that makes it durable lists
- * them in its data manifest and data and record share its one flush
- * (log_manifest.c).  Against the twins (file_atomic.c) this makes and
+ * new blocks are either logged whole in it (up to SX_AWD_LOG_BYTES: data
+ * and record are then one device write; buf.h) or written fresh, so that
+ * the force that makes it durable lists them in its data manifest and data
+ * and record share its one flush (log_manifest.c).  Against the twins (file_atomic.c) this makes and
  * frees no inode and maps no block twice: one transaction instead of
  * seven, and a record of a few hundred bytes.
  *
@@ -55,6 +56,13 @@
 #define SX_AWD_CALLS	16
 /* Bytes of blocks one direct write assembles in memory. */
 #define SX_AWD_BYTES	(1u << 20)
+/*
+ * Bytes of blocks a direct write carries in its log record instead of
+ * writing them in place first (SX_LB_DATA): then data and record are one
+ * device write.  Small, since the blocks take log space and stay cached
+ * until a checkpoint writes them home.
+ */
+#define SX_AWD_LOG_BYTES	(16u << 10)
 
 /* File blocks [r_fb, +r_nb) of one file, their new contents at r_data. */
 struct sx_awd_run {
@@ -83,6 +91,7 @@ struct sx_awd {
 	struct sx_awd_ext	d_ext[SX_AWD_CALLS];
 	u8			*d_data;
 	u64			d_bytes;
+	bool			d_logged;	/* the new blocks go in the record */
 };
 
 /* The runs of blocks the ranges touch: ranges of a file merge where their blocks meet. */
@@ -196,6 +205,9 @@ static int sx_awd_check(struct sx_awd *d, u32 flags, u32 *resp, bool *fits)
 	}
 	res = calls * (callres + sx_alloc_res_bytes(mp)) +
 	      (u64)aw->a_nfiles * sx_inode_res_bytes(mp);
+	d->d_logged = d->d_bytes <= SX_AWD_LOG_BYTES && !(flags & SX_ATOMIC_INPLACE);
+	if (d->d_logged)
+		res += (d->d_bytes >> mp->m_blog) * sx_trans_buf_bytes(mp);
 	if (res > sx_log_max_trans_bytes(mp)) {
 		*fits = false;
 		return 0;
@@ -296,8 +308,31 @@ static int sx_awd_alloc(struct sx_awd *d, struct sx_trans *tp)
 	return 0;
 }
 
-/* Write every new extent's contents into its blocks, fresh. */
-static int sx_awd_write(struct sx_awd *d)
+/* Log the blocks of new extent @e whole, in @tp, with the contents at @src. */
+static int sx_awd_log(struct sx_trans *tp, const struct sx_awd_ext *e, const u8 *src)
+{
+	struct sx_mount *mp = tp->t_mp;
+	struct sx_buf *bp;
+	u32 b;
+	int error;
+
+	for (b = 0; b < e->e_len; b++, src += mp->m_bsize) {
+		error = sx_trans_get_buf(tp, e->e_bno + b, &sx_data_buf_ops, 0, &bp);
+		if (error)
+			return error;
+		memcpy(bp->b_data, src, mp->m_bsize);
+		error = sx_trans_log_buf(tp, bp, 0, mp->m_bsize - 1);
+		if (error)
+			return error;
+	}
+	return 0;
+}
+
+/*
+ * Put every new extent's contents into its blocks: in the record, or
+ * written fresh in place (the manifest's).
+ */
+static int sx_awd_write(struct sx_awd *d, struct sx_trans *tp)
 {
 	struct sx_mount *mp = d->d_aw->a_mp;
 	u32 i;
@@ -306,9 +341,12 @@ static int sx_awd_write(struct sx_awd *d)
 	for (i = 0; i < d->d_next; i++) {
 		const struct sx_awd_ext *e = &d->d_ext[i];
 		const struct sx_awd_run *r = &d->d_runs[e->e_run];
+		const u8 *src = r->r_data + ((e->e_fb - r->r_fb) << mp->m_blog);
 
-		error = sx_file_write_data(mp, e->e_bno, e->e_len,
-					   r->r_data + ((e->e_fb - r->r_fb) << mp->m_blog), true);
+		if (d->d_logged)
+			error = sx_awd_log(tp, e, src);
+		else
+			error = sx_file_write_data(mp, e->e_bno, e->e_len, src, true);
 		if (error)
 			return error;
 	}
@@ -365,7 +403,7 @@ static int sx_awd_commit(struct sx_awd *d, u32 res, u64 *seqp)
 	if (!error)
 		error = sx_awd_alloc(d, tp);
 	if (!error)
-		error = sx_awd_write(d);
+		error = sx_awd_write(d, tp);
 	for (i = 0; i < d->d_next && !error; i++)
 		error = sx_awd_remap(d, tp, &d->d_ext[i]);
 	if (!error)
@@ -409,6 +447,18 @@ int sx_aw_direct(struct sx_aw *aw, u32 flags)
 		error = sx_awd_fill(&d);
 	if (!error)
 		error = sx_awd_commit(&d, res, &seq);
+	if (error == -ENOSPC && sx_bcache_data_count(mp)) {
+		/*
+		 * Freed blocks whose contents are still in the log are not
+		 * given to data (alloc.c); on a nearly full filesystem they
+		 * may be all that is left.  A checkpoint writes them home and
+		 * lets them go: once.
+		 */
+		error = sx_log_checkpoint(mp);
+		d.d_next = 0;
+		if (!error)
+			error = sx_awd_commit(&d, res, &seq);
+	}
 	if (!error && !(flags & SX_ATOMIC_NOSYNC))
 		error = sx_log_force_seq(mp, seq, false);
 	sx_free(d.d_data);

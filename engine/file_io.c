@@ -89,15 +89,17 @@ int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf,
 	return sx_log_write_data(mp, bno, count, buf, fresh);
 }
 
-/* Read data blocks. */
+/* Read data blocks, those still in the log from their buffers. */
 static int sx_file_read_data(struct sx_mount *mp, u64 bno, u32 count, void *buf)
 {
 	int error;
 
 	error = sx_fault("file_read_data");
-	if (error)
-		return error;
-	return sx_dev_read(mp, bno, count, buf);
+	if (!error)
+		error = sx_dev_read(mp, bno, count, buf);
+	if (!error)
+		sx_buf_overlay_data(mp, bno, count, buf);
+	return error;
 }
 
 /*
@@ -279,6 +281,78 @@ static int sx_io_put(struct sx_io *io, u64 rbno, u64 wbno, u64 pos, u64 end,
 	return 0;
 }
 
+/*
+ * Overwrite bytes [@pos, @end), which lie in the one written block @bno,
+ * through the log: the block's contents are in the log (a data buffer,
+ * buf.h), and recovery would write that image over a write in place.  So
+ * the new contents are logged whole too, and the newest image wins.  The
+ * transaction notes the file, so that its fsync forces the change.
+ */
+static int sx_io_log_block(struct sx_io *io, u64 bno, u64 pos, u64 end, const u8 *src)
+{
+	struct sx_mount *mp = io->io_mp;
+	u64 boff = pos & (io->io_bsize - 1);
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	int error;
+
+	error = sx_io_trans(io, sx_trans_buf_bytes(mp) + sx_inode_res_bytes(mp), 0, &tp);
+	if (error)
+		return error;
+	error = sx_trans_read_buf(tp, bno, &sx_data_buf_ops, 0, &bp);
+	if (error) {
+		sx_io_cancel(io, tp);
+		return error;
+	}
+	if (src)
+		memcpy((u8 *)bp->b_data + boff, src, end - pos);
+	else
+		memset((u8 *)bp->b_data + boff, 0, end - pos);
+	error = sx_trans_log_buf(tp, bp, 0, (u32)io->io_bsize - 1);
+	if (error) {
+		sx_io_cancel(io, tp);
+		return error;
+	}
+	sx_trans_note_inode(tp, io->io_ip);
+	return sx_io_commit(io, tp);
+}
+
+/*
+ * Overwrite bytes [@pos, @end) of the file's own written blocks from
+ * device block @bno on: in place, except the blocks whose contents are
+ * still in the log, which go through it (sx_io_log_block()).
+ */
+static int sx_io_overwrite(struct sx_io *io, u64 bno, u64 pos, u64 end, const u8 *src)
+{
+	u64 nb = sx_io_bup(io, end) - (pos >> io->io_blog), hit, cut;
+	int error;
+
+	while (pos < end) {
+		if (!sx_buf_range_data(io->io_mp, bno, nb, &hit))
+			return sx_io_put(io, bno, bno, pos, end, src, false);
+		/* in place up to the logged block, through the log for it */
+		cut = sx_io_bytes(io, (pos >> io->io_blog) + (hit - bno));
+		if (cut > pos) {
+			error = sx_io_put(io, bno, bno, pos, cut, src, false);
+			if (error)
+				return error;
+			src = src ? src + (cut - pos) : NULL;
+			nb -= hit - bno;
+			bno = hit;
+			pos = cut;
+		}
+		cut = sx_min(end, sx_io_bytes(io, (pos >> io->io_blog) + 1));
+		error = sx_io_log_block(io, bno, pos, cut, src);
+		if (error)
+			return error;
+		src = src ? src + (cut - pos) : NULL;
+		nb--;
+		bno++;
+		pos = cut;
+	}
+	return 0;
+}
+
 /* Grow the in-core size to cover @end (caller holds the ilock). */
 static void sx_io_extend(struct sx_io *io, u64 end)
 {
@@ -293,8 +367,8 @@ static void sx_io_extend(struct sx_io *io, u64 end)
  * into them and map them in one transaction that also moves the size.
  * *@donep says how far it got (one allocation may return fewer blocks).
  */
-static int sx_io_write_hole(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8 *src,
-			    u64 *donep)
+static int sx_io_write_hole_once(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8 *src,
+				 u64 *donep)
 {
 	struct sx_mount *mp = io->io_mp;
 	struct sx_inode *ip = io->io_ip;
@@ -391,6 +465,30 @@ out_cancel:
  * if the mapping changed.  If none is, the caller writes them in place:
  * first the change that took their last other owner away must be durable.
  */
+/*
+ * Data allocations step around freed blocks whose contents are still in
+ * the log (alloc.c); on a nearly full filesystem they may be all that is
+ * left.  After an -ENOSPC with such blocks about, a checkpoint writes them
+ * home and lets them go: true if it did, and the caller tries once more.
+ */
+static bool sx_io_home_data(struct sx_io *io, int *error)
+{
+	if (*error != -ENOSPC || !sx_bcache_data_count(io->io_mp))
+		return false;
+	*error = sx_log_checkpoint(io->io_mp);
+	return !*error;
+}
+
+static int sx_io_write_hole(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8 *src,
+			    u64 *donep)
+{
+	int error = sx_io_write_hole_once(io, fb, pos, end, src, donep);
+
+	if (sx_io_home_data(io, &error))
+		error = sx_io_write_hole_once(io, fb, pos, end, src, donep);
+	return error;
+}
+
 static int sx_io_unshare(struct sx_io *io, const struct sx_bmap_irec *irec, u64 fb, u64 nb,
 			 bool *cowed)
 {
@@ -431,7 +529,7 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 {
 	struct sx_bmap_irec irec;
 	u64 cur = pos, fb, stepend, next;
-	bool cowed;
+	bool cowed, homed = false;
 	int error = 0;
 
 	ASSERT(sx_rwsem_is_write_held(&io->io_ip->i_iolock));
@@ -456,6 +554,10 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 			continue;
 		}
 		error = sx_io_unshare(io, &irec, fb, sx_io_bup(io, stepend) - fb, &cowed);
+		if (!homed && sx_io_home_data(io, &error)) {
+			homed = true;
+			continue;	/* look again, with the blocks let go */
+		}
 		if (error)
 			break;
 		if (cowed)
@@ -468,8 +570,8 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 			/* the file's own written blocks: overwrite in place */
 			u64 bno = irec.br_startblock + (fb - irec.br_startoff);
 
-			error = sx_io_put(io, bno, bno, cur, stepend,
-					  src ? src + (cur - pos) : NULL, false);
+			error = sx_io_overwrite(io, bno, cur, stepend,
+						src ? src + (cur - pos) : NULL);
 		}
 		if (error)
 			break;
@@ -995,6 +1097,8 @@ SX_API int sx_fallocate(struct sx_mount *mp, int fd, u64 off, u64 len)
 			continue;
 		}
 		error = sx_io_falloc_one(&io, fb, n, &step);
+		if (sx_io_home_data(&io, &error))
+			error = sx_io_falloc_one(&io, fb, n, &step);
 		if (error)
 			goto out_unlock;
 		fb += step;

@@ -1079,6 +1079,7 @@ int sx_log_checkpoint(struct sx_mount *mp)
 	if (error || !moved)
 		goto out_unlock;
 
+	sx_bcache_set_tail(mp, tail);
 	sx_mutex_lock(&log->l_lock);
 	log->l_tail = tail;
 	log->l_stats.ls_tail_moves++;

@@ -55,6 +55,7 @@
 #include "log_priv.h"
 #include "mount.h"
 #include "dev.h"
+#include "buf.h"
 
 /* Slot of @bno in a table of @cap slots. */
 static u32 sx_mfset_slot(u64 bno, u32 cap)
@@ -253,9 +254,21 @@ int sx_log_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf, 
 	struct sx_log *log = mp->m_log;
 	const u8 *p = buf;
 	bool inplace = false;
+	u64 hit;
 	u32 i;
 	int error;
 
+	/*
+	 * A block whose contents are in the log is written home by a
+	 * checkpoint, and recovery writes its image: data written here would
+	 * be lost to either.  Overwrites of such blocks go through the log
+	 * (file_io.c), and data allocations step around them (alloc.c).
+	 */
+	if (sx_buf_range_data(mp, bno, count, &hit)) {
+		sx_err(mp, "refusing to write block %llu in place: its contents are in the log",
+		       (unsigned long long)hit);
+		return -EFSCORRUPTED;
+	}
 	for (;;) {
 		sx_rwsem_down_read(&log->l_mf_sem);
 		if (!sx_log_mf_guarded(log, bno, count))

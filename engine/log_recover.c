@@ -28,7 +28,8 @@ struct sx_rbuf {
 	u64		rb_blkno;
 	u64		rb_disk_lsn;	/* what the block held before replay; 0 = unusable */
 	u64		rb_lsn;		/* last change applied */
-	u64		rb_dirty;	/* a u64 keeps rb_data 8-byte aligned */
+	u32		rb_dirty;
+	u32		rb_is_data;	/* holds a file data image (no header); the pair keeps rb_data 8-byte aligned */
 	u8		rb_data[];
 };
 
@@ -409,8 +410,8 @@ static int sx_recover_flush_bufs(struct sx_recover *rc)
 		sx_list_for_each(pos, &rc->rc_bufs[i]) {
 			struct sx_rbuf *rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
 
-			if (!rb->rb_dirty)
-				continue;
+			if (!rb->rb_dirty || rb->rb_is_data)
+				continue;	/* file data: no header, no verifier */
 			sx_buf_stamp(mp, rb->rb_data, rb->rb_lsn);
 			error = sx_recover_verify_buf(mp, rb);
 			if (error)
@@ -468,6 +469,7 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 	}
 	rb->rb_blkno = blkno;
 	rb->rb_dirty = 0;
+	rb->rb_is_data = 0;
 	rb->rb_lsn = 0;
 	hdr = (const struct sx_dblk_hdr *)rb->rb_data;
 	/*
@@ -500,6 +502,52 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 	return 0;
 }
 
+/*
+ * Replay the image of a file data block.  Its home is never read: data has
+ * no header whose LSN could say it is newer (a data block is written home
+ * only after its last image is in a durable record, so home is never newer
+ * than the log), and what the block held before does not matter.  The
+ * image replaces whatever earlier ops of this replay left, and forgets the
+ * LSN a metadata home carried: if the block turns into metadata again, that
+ * starts with a whole image, and every change after it is in the log.
+ */
+static int sx_recover_data_op(struct sx_recover *rc, u64 blkno, const u8 *image)
+{
+	struct sx_mount *mp = rc->rc_mp;
+	struct sx_list *head = &rc->rc_bufs[sx_rhash(blkno)], *pos;
+	struct sx_rbuf *rb = NULL;
+	int error;
+
+	sx_list_for_each(pos, head) {
+		struct sx_rbuf *r = sx_list_entry(pos, struct sx_rbuf, rb_hash);
+
+		if (r->rb_blkno == blkno) {
+			rb = r;
+			break;
+		}
+	}
+	if (!rb) {
+		if (rc->rc_nbufs >= SX_RECOVER_MAX_BUFS) {
+			error = sx_recover_flush_bufs(rc);
+			if (error)
+				return error;
+		}
+		rb = sx_alloc(sizeof(*rb) + mp->m_bsize, 0);
+		if (!rb)
+			return -ENOMEM;
+		rb->rb_blkno = blkno;
+		sx_list_add(&rb->rb_hash, head);
+		rc->rc_nbufs++;
+	}
+	memcpy(rb->rb_data, image, mp->m_bsize);
+	rb->rb_disk_lsn = 0;
+	rb->rb_dirty = 1;
+	rb->rb_is_data = 1;
+	rb->rb_lsn = rc->rc_lsn;
+	mp->m_rstats.rs_bufs_replayed++;
+	return 0;
+}
+
 /* Replay (pass 2) or note the cancel of (pass 1) one BUF op. */
 static int sx_recover_buf_op(struct sx_recover *rc, const struct sx_dlog_op *op,
 			     const void *payload)
@@ -507,7 +555,7 @@ static int sx_recover_buf_op(struct sx_recover *rc, const struct sx_dlog_op *op,
 	struct sx_mount *mp = rc->rc_mp;
 	const struct sx_dlog_buf *lb = payload;
 	const struct sx_dlog_region *rg;
-	u32 len = le32_to_cpu(op->lo_len), nreg, i;
+	u32 len = le32_to_cpu(op->lo_len), nreg, i, flags;
 	u64 blkno, need;
 	const u8 *data;
 	struct sx_rbuf *rb;
@@ -534,7 +582,12 @@ static int sx_recover_buf_op(struct sx_recover *rc, const struct sx_dlog_op *op,
 	if (SX_IS_CORRUPT(mp, need != len))
 		return -EFSCORRUPTED;
 
-	if (le32_to_cpu(lb->lb_flags) & SX_LB_CANCEL) {
+	flags = le32_to_cpu(lb->lb_flags);
+	if (SX_IS_CORRUPT(mp, (flags & SX_LB_DATA) &&
+			  ((flags & SX_LB_CANCEL) || nreg != 1 || le32_to_cpu(rg[0].lg_off) != 0 ||
+			   le32_to_cpu(rg[0].lg_len) != mp->m_bsize)))
+		return -EFSCORRUPTED;
+	if (flags & SX_LB_CANCEL) {
 		if (rc->rc_pass == 1)
 			return sx_recover_note_cancel(rc, blkno);
 		mp->m_rstats.rs_bufs_cancelled++;
@@ -546,6 +599,8 @@ static int sx_recover_buf_op(struct sx_recover *rc, const struct sx_dlog_op *op,
 		mp->m_rstats.rs_bufs_cancelled++;
 		return 0;
 	}
+	if (flags & SX_LB_DATA)
+		return sx_recover_data_op(rc, blkno, (const u8 *)(rg + nreg));
 	error = sx_recover_get_buf(rc, blkno, &rb);
 	if (error)
 		return error;
@@ -561,6 +616,7 @@ static int sx_recover_buf_op(struct sx_recover *rc, const struct sx_dlog_op *op,
 		data += rlen;
 	}
 	rb->rb_dirty = 1;
+	rb->rb_is_data = 0;
 	rb->rb_lsn = rc->rc_lsn;
 	mp->m_rstats.rs_bufs_replayed++;
 	return 0;

@@ -519,6 +519,7 @@ static int sx_reflink_copy(struct sx_mount *mp, u64 from, u64 to, u64 n, void *b
 		error = sx_dev_read(mp, from, c, buf);
 		if (error)
 			return error;
+		sx_buf_overlay_data(mp, from, c, buf);
 		error = sx_file_write_data(mp, to, c, buf, true);
 		if (error)
 			return error;

@@ -199,7 +199,7 @@ static u32 sx_trans_buf_cost(const struct sx_mount *mp, const struct sx_buf *bp)
 
 	if (bp->b_flags & SX_BUF_INVAL)
 		return sx_trans_op_bytes(sizeof(struct sx_dlog_buf));
-	if (bp->b_flags & SX_BUF_NEW)
+	if ((bp->b_flags & SX_BUF_NEW) || sx_buf_is_data(bp))
 		return sx_trans_buf_bytes(mp);
 	sx_buf_map_count(bp, mp->m_bsize / SX_BUF_CHUNK, &chunks, &runs);
 	bytes = sizeof(struct sx_dlog_buf) + runs * sizeof(struct sx_dlog_region) +
@@ -399,8 +399,8 @@ static u8 *sx_trans_format_buf(struct sx_trans *tp, struct sx_buf *bp, u8 *p)
 	if (bp->b_flags & SX_BUF_INVAL) {
 		runs = 0;
 		chunks = 0;
-	} else if (bp->b_flags & SX_BUF_NEW) {
-		whole = true;
+	} else if ((bp->b_flags & SX_BUF_NEW) || sx_buf_is_data(bp)) {
+		whole = true;		/* file data is replayed whole, over anything */
 	} else {
 		sx_buf_map_count(bp, nchunks, &chunks, &runs);
 		if (runs * sizeof(*rg) + chunks * SX_BUF_CHUNK >= sizeof(*rg) + mp->m_bsize)
@@ -414,7 +414,8 @@ static u8 *sx_trans_format_buf(struct sx_trans *tp, struct sx_buf *bp, u8 *p)
 	p = sx_trans_put_op(p, SX_LOG_OP_BUF, tp->t_tid, len);
 	lb = (struct sx_dlog_buf *)p;
 	lb->lb_blkno = cpu_to_le64(bp->b_blkno);
-	lb->lb_flags = cpu_to_le32((bp->b_flags & SX_BUF_INVAL) ? SX_LB_CANCEL : 0);
+	lb->lb_flags = cpu_to_le32((bp->b_flags & SX_BUF_INVAL) ? SX_LB_CANCEL :
+				   sx_buf_is_data(bp) ? SX_LB_DATA : 0);
 	lb->lb_nregions = cpu_to_le16(runs);
 	lb->lb_pad = 0;
 	rg = (struct sx_dlog_region *)(lb + 1);

@@ -467,9 +467,16 @@ static void ck_buf_op(struct sx_checker *ck, u32 len, const void *payload)
 		}
 		need += rlen;
 	}
-	if (need != len)
+	if (need != len) {
 		ck_op_problem(ck, "BUF block %llu: regions need %llu bytes, the op has %u",
 			      (sx_ull)blkno, (sx_ull)need, len);
+		return;
+	}
+	if ((flags & SX_LB_DATA) &&
+	    ((flags & SX_LB_CANCEL) || nreg != 1 || le32_to_cpu(rg[0].lg_off) != 0 ||
+	     le32_to_cpu(rg[0].lg_len) != ck->ck_mp->m_bsize))
+		ck_op_problem(ck, "BUF block %llu: a data image must be one whole block, not a cancel",
+			      (sx_ull)blkno);
 }
 
 /* Check one op of a valid record (a callback of sx_log_rec_walk_ops()). */

@@ -80,9 +80,10 @@ static void lp_print_buf(struct sx_logprinter *lp, const char *prefix, u32 len,
 	}
 	nreg = le16_to_cpu(lb->lb_nregions);
 	flags = le32_to_cpu(lb->lb_flags);
-	lp_out(lp, "%s: block %llu, flags 0x%x%s, %u regions", prefix,
+	lp_out(lp, "%s: block %llu, flags 0x%x%s%s, %u regions", prefix,
 	       (sx_ull)le64_to_cpu(lb->lb_blkno), flags,
-	       (flags & SX_LB_CANCEL) ? " (CANCEL)" : "", nreg);
+	       (flags & SX_LB_CANCEL) ? " (CANCEL)" : "",
+	       (flags & SX_LB_DATA) ? " (DATA)" : "", nreg);
 	if ((u64)nreg * sizeof(*rg) > len - sizeof(*lb)) {
 		lp_out(lp, "      regions: %u descriptors do not fit the %u-byte payload", nreg, len);
 		return;

@@ -249,7 +249,14 @@ struct sx_dlog_region {
 	__le32	lg_len;
 };
 #define SX_LB_CANCEL	(1u << 0)
-#define SX_LB_FLAGS_ALL	(SX_LB_CANCEL)
+/*
+ * SX_LB_DATA: the block is file data, logged whole (one region, the whole
+ * block) instead of written in place before the record: replay writes the
+ * image as it is, with no block header or verifier, whatever the block
+ * held before.  Never with SX_LB_CANCEL.
+ */
+#define SX_LB_DATA	(1u << 1)
+#define SX_LB_FLAGS_ALL	(SX_LB_CANCEL | SX_LB_DATA)
 
 /*
  * Filesystem information block (sb_fsinfo): the logged, changing facts that

@@ -520,8 +520,15 @@ enum {
 	 * that path).
 	 */
 	SX_ATOMIC_TWIN		= (1u << 2),
+	/*
+	 * Write the new blocks of a small write in place before its log
+	 * record, as larger writes are, instead of carrying them in the
+	 * record (for tests and benchmarks of that path).
+	 */
+	SX_ATOMIC_INPLACE	= (1u << 3),
 };
-#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC | SX_ATOMIC_CHAIN | SX_ATOMIC_TWIN)
+#define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC | SX_ATOMIC_CHAIN | SX_ATOMIC_TWIN | \
+				 SX_ATOMIC_INPLACE)
 
 /**
  * struct sx_atomic_iov - one range of sx_atomic_writev()

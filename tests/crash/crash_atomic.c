@@ -9,7 +9,13 @@
  *  2. one vectored write over the three files: two ranges of a sharing a
  *     block and one growing it, a multi-extent range of b, c grown far;
  *  3. a small vectored write over the three files, a growing too;
- *  4. a large atomic write of b that grows it, over its many extents.
+ *  4. a large atomic write of b that grows it, over its many extents;
+ *  5. a plain sx_pwrite() inside one block of a that call 1 wrote, then
+ *     sx_fsync(): that block's contents are still in the log (small direct
+ *     writes carry their blocks in the record), so the overwrite goes
+ *     through the log too, and recovery must not put call 1's image back
+ *     over it.  Within one block it is all or nothing, and durable once
+ *     its fsync returns, whatever the flags of the atomic calls.
  * Small changes of few pieces (1 and 3) go straight into new blocks in
  * one transaction, the others through twins; the whole sequence runs
  * again with SX_ATOMIC_TWIN (small changes remapped from twins in one
@@ -41,7 +47,8 @@
 
 #define BS		1024u
 #define NF		4		/* a, b, c, z */
-#define NOPS		4
+#define NOPS		5
+#define OP_PWRITE	5		/* call 5: sx_pwrite() and sx_fsync() */
 #define MAXSZ		(160u * BS)
 
 static const char *const names[NF] = { "a", "b", "c", "z" };
@@ -65,6 +72,7 @@ static const struct rng ops[NOPS][6] = {
 	  { 1, 3 * BS + 512, 20 * BS }, { 2, 90 * BS + 1, 100 } },
 	{ { 2, 5, 10 }, { 0, 47 * BS + 1, 2 * BS }, { 1, 0, 3 } },
 	{ { 1, 10 * BS + 1, 100 * BS } },
+	{ { 0, 12 * BS + 10, 100 } },
 };
 
 static struct state st[NOPS + 1];
@@ -170,6 +178,14 @@ static int one_op(struct sx_mount *mp, const int *fd, int k)
 	struct sx_atomic_iov v[6];
 	int i;
 
+	if (k == OP_PWRITE) {
+		const struct rng *r = &ops[k - 1][0];
+		s64 n = sx_pwrite(mp, fd[r->f], opbuf[k - 1][0], r->len, r->off);
+
+		if (n != (s64)r->len)
+			return n < 0 ? (int)n : -EIO;
+		return sx_fsync(mp, fd[r->f]);
+	}
 	memset(v, 0, sizeof(v));
 	for (i = 0; ops[k - 1][i].len; i++) {
 		v[i].ai_fd = fd[ops[k - 1][i].f];
@@ -206,7 +222,7 @@ static void workload(struct sx_bdev *bd, struct run *r)
 		if (!r->error) {
 			r->in_op = false;
 			r->nreturned = k;
-			if (!(xflags & SX_ATOMIC_NOSYNC))
+			if (!(xflags & SX_ATOMIC_NOSYNC) || k == OP_PWRITE)
 				r->ndurable = k;
 		}
 	}

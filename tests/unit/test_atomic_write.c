@@ -14,10 +14,12 @@
  * write and of a vectored write failing in turn: the call fails with the
  * injected error or succeeds, the remounted files are all old or all new
  * (all new when it succeeded), the checker is clean and nothing stays
- * allocated.  Every case runs three times: small writes of unshared files
- * straight into new blocks (one transaction), through twins remapped in
- * one plain transaction (SX_ATOMIC_TWIN), and everything through the swap
- * intents (SX_ATOMIC_CHAIN).  The direct write is one transaction, and
+ * allocated.  Every case runs four times: small writes of unshared files
+ * straight into new blocks (one transaction; up to 16 KiB the blocks go in
+ * the log record), the same with the blocks written in place before the
+ * record (SX_ATOMIC_INPLACE), through twins remapped in one plain
+ * transaction (SX_ATOMIC_TWIN), and everything through the swap intents
+ * (SX_ATOMIC_CHAIN).  The direct write is one transaction, and
  * gives way to the twins for shared files and fragmented free space.
  * Fixed seeds.
  */
@@ -176,6 +178,13 @@ static int setup(void **state)
 static int setup_twin(void **state)
 {
 	xflags = SX_ATOMIC_TWIN;
+	return setup_fs(true);
+}
+
+/* The same, small direct writes' blocks in place before the record (SX_ATOMIC_INPLACE). */
+static int setup_inplace(void **state)
+{
+	xflags = SX_ATOMIC_INPLACE;
 	return setup_fs(true);
 }
 
@@ -562,6 +571,12 @@ static void test_direct_one_trans(void **state)
 		v[i].ai_len = sizeof(buf[i]);
 		v[i].ai_off = 2 * BS - 50 + i;
 	}
+	/*
+	 * Growing c zeroes the tail of its old last block, which the write
+	 * above left in the log: an overwrite through the log of its own
+	 * (test_log_data.c).  Home first, so that only the write is counted.
+	 */
+	assert_int_equal(sx_checkpoint(mp), 0);
 	t0 = trans_count();
 	assert_int_equal(sx_atomic_writev(mp, v, 3, 0), 0);
 	assert_int_equal(trans_count() - t0, 1);
@@ -929,33 +944,43 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_overwrite, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_holes, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_shared, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_unwritten, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_extend, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_large, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_writev, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_writev_max, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_one_trans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_fragmented, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_size_limit, setup, teardown),
@@ -965,21 +990,27 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_inplace, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_twin, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_inplace, teardown),
 	};
 
 	sxt_quiet();

@@ -265,7 +265,7 @@ static void test_control_recovers(void **state)
 static void test_bad_buf_ops(void **state)
 {
 	enum { SHORT, LOW, HIGH, FLAGS, NREGIONS, ZERO_REGION, REGION_PAST, SIZE_MISMATCH,
-	       TRANS_END_BYTES, NCASES };
+	       TRANS_END_BYTES, DATA_CANCEL, DATA_PART, NCASES };
 	u64 b, lsn;
 	struct sx_bdev *good = tblock_image(&b, &lsn);
 	struct sx_sb sb;
@@ -279,6 +279,8 @@ static void test_bad_buf_ops(void **state)
 		[REGION_PAST] = "(u64)off + rlen > mp->m_bsize",
 		[SIZE_MISMATCH] = "need != len",
 		[TRANS_END_BYTES] = "le32_to_cpu(op->lo_len) != 0",
+		[DATA_CANCEL] = "(flags & SX_LB_DATA) &&",
+		[DATA_PART] = "(flags & SX_LB_DATA) &&",
 	};
 	static const char *const checker_why[NCASES] = {
 		[SHORT] = "BUF payload of 8 bytes is shorter than its header",
@@ -290,6 +292,8 @@ static void test_bad_buf_ops(void **state)
 		[REGION_PAST] = "region 0 (offset 8, 4096 bytes) is outside the block",
 		[SIZE_MISMATCH] = "regions need 4112 bytes, the op has 4120",
 		[TRANS_END_BYTES] = "TRANS_END carries 8 bytes",
+		[DATA_CANCEL] = "a data image must be one whole block, not a cancel",
+		[DATA_PART] = "a data image must be one whole block, not a cancel",
 	};
 	static const char *const logprint_what[NCASES] = {
 		[SHORT] = "payload of 8 bytes is too short for a BUF header",
@@ -339,6 +343,21 @@ static void test_bad_buf_ops(void **state)
 			break;
 		case TRANS_END_BYTES:	/* the end of a transaction carries nothing */
 			rec_resize_op(&r, rec_find(&r, SX_LOG_OP_TRANS_END, 0), 8);
+			break;
+		case DATA_CANCEL:	/* file data is never cancelled */
+			lb->lb_flags = cpu_to_le32(SX_LB_DATA | SX_LB_CANCEL);
+			break;
+		case DATA_PART:		/* file data is logged whole: two halves will not do */
+			lb->lb_flags = cpu_to_le32(SX_LB_DATA);
+			lb->lb_nregions = cpu_to_le16(2);
+			rec_resize_op(&r, op, le32_to_cpu(op->lo_len) + sizeof(*rg));
+			lb = (struct sx_dlog_buf *)(op + 1);
+			rg = (struct sx_dlog_region *)(lb + 1);
+			memmove(rg + 2, rg + 1, BS);
+			rg[0].lg_off = 0;
+			rg[0].lg_len = cpu_to_le32(BS / 2);
+			rg[1].lg_off = cpu_to_le32(BS / 2);
+			rg[1].lg_len = cpu_to_le32(BS / 2);
 			break;
 		}
 		rec_put(&r);

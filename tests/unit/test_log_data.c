@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * File data in the log (SX_LB_DATA, buf.h): a small atomic write carries
+ * its new blocks in its record, so a durable 4 KiB write is one device
+ * write and one flush; reads see the blocks before a checkpoint writes
+ * them home; recovery writes the images back; an overwrite in place of
+ * such a block goes through the log, so that recovery's replay of the
+ * older image cannot undo it; data allocations step around the blocks
+ * while their images may be replayed, a write in place into one is
+ * refused, and a checkpoint lets them go.  At the log's level: a data
+ * image replays over anything, a block that turns from data into metadata
+ * or back replays to what it last was, and the checker and recovery refuse
+ * a data op that is not one whole block.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sxtest.h"
+#include "sxswap.h"
+#include "sxcrash.h"
+#include "alloc.h"
+#include "buf.h"
+#include "trans.h"
+#include "file_io.h"
+#include "log.h"
+#include <swapext/device.h>
+
+#define MIB	(1ull << 20)
+#define BS	4096u
+#define FSIZE	(64 * BS)
+
+static struct sx_bdev *mem, *bd;
+static struct sx_crashdev *cd;
+static struct sx_mount *mp;
+static int fd;
+static u8 model[FSIZE];
+
+static void fill(u8 *buf, u64 len, u8 seed)
+{
+	u64 i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(seed + i * 7 + i / BS);
+}
+
+/* A 64-block file, written and durable: "f", its bytes in model[]. */
+static int setup(void **state)
+{
+	mem = sxs_mkimg(16 * MIB, BS, 0, true);
+	assert_int_equal(sx_crashdev_create(mem, 1, &bd, &cd), 0);
+	mp = sxt_mount(bd);
+	fill(model, FSIZE, 1);
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	assert_int_equal(sx_pwrite(mp, fd, model, FSIZE, 0), (s64)FSIZE);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	if (mp)
+		assert_int_equal(sx_unmount(mp), 0);
+	mp = NULL;
+	assert_int_equal(sxc_check_clean(bd, 0, __func__), 0);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(mem);
+	return 0;
+}
+
+/* The power goes: nothing but what the device holds survives. */
+static void crash_remount(void)
+{
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_open(mp, "f", &fd), 0);
+}
+
+/* "f" reads back as model[]. */
+static void verify(void)
+{
+	static u8 buf[FSIZE];
+
+	assert_int_equal(sx_pread(mp, fd, buf, FSIZE, 0), (s64)FSIZE);
+	assert_memory_equal(buf, model, FSIZE);
+}
+
+/* Device block of byte @off of "f". */
+static u64 phys(u64 off)
+{
+	struct sx_extent ext[2];
+	u32 n = 0;
+
+	assert_int_equal(sx_fiemap(mp, fd, off, BS, ext, 2, &n), 0);
+	assert_true(n > 0 && ext[0].ex_off <= off);
+	return (ext[0].ex_physical + (off - ext[0].ex_off)) / BS;
+}
+
+static void awrite(u64 off, u64 len, u8 seed, u32 flags)
+{
+	u8 *buf = malloc(len);
+
+	fill(buf, len, seed);
+	assert_int_equal(sx_atomic_write(mp, fd, buf, len, off, flags), 0);
+	memcpy(model + off, buf, len);
+	free(buf);
+}
+
+/*
+ * A durable 4 KiB atomic write is one device write (its record, with the
+ * block in it) and one flush; in place first (SX_ATOMIC_INPLACE) it is
+ * two writes.  The block is read back from the cache before any
+ * checkpoint, and from the log after a crash.
+ */
+static void test_one_write(void **state)
+{
+	struct sx_crashdev_stats c0, c1;
+	u8 home[BS];
+	u64 b;
+
+	sx_crashdev_get_stats(cd, &c0);
+	awrite(5 * BS, BS, 40, 0);
+	sx_crashdev_get_stats(cd, &c1);
+	assert_int_equal(c1.cs_writes - c0.cs_writes, 1);
+	assert_int_equal(c1.cs_flushes - c0.cs_flushes, 1);
+	assert_int_equal(sx_bcache_data_count(mp), 1);
+	b = phys(5 * BS);
+	/* not home yet: only the cache and the log have it */
+	sxt_bdev_peek(mem, b * BS, home, BS);
+	assert_memory_not_equal(home, model + 5 * BS, BS);
+	verify();
+
+	sx_crashdev_get_stats(cd, &c0);
+	awrite(9 * BS, BS, 41, SX_ATOMIC_INPLACE);
+	sx_crashdev_get_stats(cd, &c1);
+	assert_int_equal(c1.cs_writes - c0.cs_writes, 2);
+	assert_int_equal(c1.cs_flushes - c0.cs_flushes, 1);
+	assert_int_equal(sx_bcache_data_count(mp), 1);
+
+	crash_remount();
+	verify();
+	sxt_bdev_peek(mem, b * BS, home, BS);
+	assert_memory_equal(home, model + 5 * BS, BS);
+}
+
+/* A checkpoint writes the blocks home and lets their buffers go. */
+static void test_checkpoint_home(void **state)
+{
+	u8 home[4 * BS];
+	u64 b;
+
+	awrite(20 * BS, 4 * BS, 50, 0);
+	assert_int_equal(sx_bcache_data_count(mp), 4);
+	b = phys(20 * BS);
+	assert_int_equal(phys(23 * BS), b + 3);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(sx_bcache_data_count(mp), 0);
+	sxt_bdev_peek(mem, b * BS, home, sizeof(home));
+	assert_memory_equal(home, model + 20 * BS, sizeof(home));
+	verify();
+	crash_remount();
+	verify();
+}
+
+/*
+ * Overwrites in place of a block whose contents are in the log, durable
+ * (fsync) or not, whole, partial, or zeroing: after a crash the file shows
+ * them, not the older image recovery also holds.
+ */
+static void test_overwrite_in_place(void **state)
+{
+	u8 buf[3 * BS];
+	u64 b;
+
+	awrite(30 * BS, 2 * BS, 60, 0);
+	b = phys(30 * BS);
+	/* across the logged pair and a block written in place on each side */
+	fill(buf, sizeof(buf), 61);
+	assert_int_equal(sx_pwrite(mp, fd, buf, 3 * BS - 100, 29 * BS + 50), 3 * BS - 100);
+	memcpy(model + 29 * BS + 50, buf, 3 * BS - 100);
+	assert_int_equal(phys(30 * BS), b);		/* in place */
+	verify();
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	crash_remount();
+	verify();
+
+	/* not synced: after a crash, the last durable state or the new one */
+	awrite(40 * BS, BS, 62, 0);
+	assert_int_equal(sx_punch(mp, fd, 44 * BS, BS), 0);
+	memset(model + 44 * BS, 0, BS);
+	fill(buf, 10, 63);
+	assert_int_equal(sx_pwrite(mp, fd, buf, 10, 40 * BS + 7), 10);
+	memcpy(model + 40 * BS + 7, buf, 10);
+	verify();
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	crash_remount();
+	verify();
+}
+
+/*
+ * A block freed while its image may still be replayed is not given to
+ * data until a checkpoint moves the tail past it (metadata may take it:
+ * its own image is newer), and nobody writes it in place meanwhile.
+ */
+static void test_freed_not_reused(void **state)
+{
+	struct sx_trans *tp;
+	u8 buf[BS];
+	u64 b, got;
+	u32 len;
+
+	awrite(50 * BS, BS, 70, 0);
+	b = phys(50 * BS);
+	awrite(50 * BS, BS, 71, 0);		/* frees b, durably */
+	assert_true(phys(50 * BS) != b);
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), 0);
+	assert_true(got != b);
+	sx_trans_cancel(tp);
+	fill(buf, BS, 72);
+	assert_int_equal(sx_file_write_data(mp, b, 1, buf, true), -EFSCORRUPTED);
+
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), 0);
+	assert_int_equal(got, b);
+	sx_trans_cancel(tp);
+	verify();
+	crash_remount();
+	verify();
+}
+
+static u64 free_blocks(void)
+{
+	struct sx_info in;
+
+	assert_int_equal(sx_get_info(mp, &in), 0);
+	return in.in_free_blocks;
+}
+
+/*
+ * On a full filesystem whose only free blocks are ones a data allocation
+ * must step around, writes still get them: a checkpoint lets them go.
+ * Into a hole (sx_pwrite), by fallocate, and by an atomic write.
+ */
+static void test_nearly_full(void **state)
+{
+	u8 buf[4 * BS];
+	u64 fr;
+	int ffd;
+
+	awrite(0, 4 * BS, 90, 0);
+	awrite(0, 4 * BS, 91, 0);		/* 4 freed blocks, still in the log */
+	awrite(4 * BS, 4 * BS, 92, 0);
+	awrite(4 * BS, 4 * BS, 93, 0);		/* 4 more */
+	assert_int_equal(sx_create(mp, "filler", 0644, &ffd), 0);
+	fr = free_blocks();
+	assert_int_equal(sx_fallocate(mp, ffd, 0, (fr - 8) * BS), 0);
+	assert_int_equal(free_blocks(), 8);
+	assert_true(sx_bcache_data_count(mp) >= 8);
+
+	fill(buf, sizeof(buf), 94);
+	assert_int_equal(sx_pwrite(mp, fd, buf, 2 * BS, FSIZE), 2 * BS);
+	assert_int_equal(sx_truncate(mp, fd, FSIZE), 0);
+	awrite(8 * BS, 2 * BS, 95, 0);
+	awrite(8 * BS, 2 * BS, 96, 0);
+	assert_int_equal(sx_fallocate(mp, fd, FSIZE, 2 * BS), 0);
+	assert_int_equal(sx_truncate(mp, fd, FSIZE), 0);
+	awrite(12 * BS, 4 * BS, 97, 0);
+	verify();
+	assert_int_equal(sx_close(mp, ffd), 0);
+	crash_remount();
+	verify();
+}
+
+/* Only small writes go in the record: 16 KiB does, 20 KiB is written in place. */
+static void test_size_limit(void **state)
+{
+	struct sx_crashdev_stats c0, c1;
+
+	sx_crashdev_get_stats(cd, &c0);
+	awrite(0, 4 * BS, 80, 0);
+	sx_crashdev_get_stats(cd, &c1);
+	assert_int_equal(c1.cs_writes - c0.cs_writes, 1);
+	assert_int_equal(sx_bcache_data_count(mp), 4);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	sx_crashdev_get_stats(cd, &c0);
+	awrite(8 * BS, 5 * BS, 81, 0);
+	sx_crashdev_get_stats(cd, &c1);
+	assert_int_equal(c1.cs_writes - c0.cs_writes, 2);
+	assert_int_equal(sx_bcache_data_count(mp), 0);
+	crash_remount();
+	verify();
+}
+
+/* ------------------------------------------------------------ the log's level */
+
+static struct sx_mount *lmp;
+static struct sx_bdev *lbd;
+
+static int setup_log(void **state)
+{
+	lbd = sxt_memfs(16 * MIB, BS, 0);
+	lmp = sxt_mount(lbd);
+	return 0;
+}
+
+static int teardown_log(void **state)
+{
+	if (lmp)
+		sx_unmount(lmp);
+	lmp = NULL;
+	sx_bdev_destroy(lbd);
+	return 0;
+}
+
+/* Log block @blkno as file data holding @byte, in its own transaction. */
+static void log_data(u64 blkno, u8 byte)
+{
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+
+	assert_int_equal(sx_trans_alloc(lmp, sx_trans_buf_bytes(lmp), 0, &tp), 0);
+	assert_int_equal(sx_trans_get_buf(tp, blkno, &sx_data_buf_ops, 0, &bp), 0);
+	memset(bp->b_data, byte, BS);
+	assert_int_equal(sx_trans_log_buf(tp, bp, 0, BS - 1), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+}
+
+/* Make block @blkno a test metadata block at @gen, in its own transaction. */
+static void log_meta(u64 blkno, u64 gen)
+{
+	struct sx_trans *tp;
+
+	assert_int_equal(sx_trans_alloc(lmp, sx_trans_buf_bytes(lmp), 0, &tp), 0);
+	assert_int_equal(sxt_tblock_write(tp, blkno, gen), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+}
+
+static void log_crash(void)
+{
+	assert_int_equal(sx_log_force(lmp), 0);
+	sx_shutdown(lmp);
+	sx_unmount(lmp);
+	lmp = sxt_mount(lbd);
+}
+
+/*
+ * A data image replays whole, over whatever the block held, with no
+ * verifier; a block that was data and became metadata replays to the
+ * metadata, one that was metadata (written home) and became data replays
+ * to the data.
+ */
+static void test_replay_kinds(void **state)
+{
+	u64 b = lmp->m_sb.sb_datastart + 10, gen;
+	u8 buf[BS], want[BS];
+
+	log_data(b, 0xa1);
+	log_data(b + 1, 0xb2);
+	log_meta(b + 1, 7);			/* data, then metadata */
+	log_meta(b + 2, 3);
+	assert_int_equal(sx_checkpoint(lmp), 0);	/* b + 2 home as metadata */
+	log_data(b + 2, 0xc3);			/* metadata, then data */
+	log_crash();
+
+	memset(want, 0xa1, BS);
+	sxt_bdev_peek(lbd, b * BS, buf, BS);
+	assert_memory_equal(buf, want, BS);
+	assert_int_equal(sxt_tblock_read(lmp, b + 1, &gen), 0);
+	assert_int_equal(gen, 7);
+	memset(want, 0xc3, BS);
+	sxt_bdev_peek(lbd, (b + 2) * BS, buf, BS);
+	assert_memory_equal(buf, want, BS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_one_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_home, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overwrite_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replay_kinds, setup_log, teardown_log),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	sxt_register_test_intent();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
