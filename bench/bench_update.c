@@ -25,7 +25,11 @@
  * loop, and again after a remount, each file is read back and compared
  * (the update's correctness check: a lost or torn update fails the run).
  *
- * Usage: bench_update IMAGE OPS THREADS [update|atomic]
+ * With "atomic-inplace" the atomic writes pass SX_ATOMIC_INPLACE: their
+ * new blocks are written in place before the record instead of carried in
+ * it (the path of larger writes), for the figure of what carrying bought.
+ *
+ * Usage: bench_update IMAGE OPS THREADS [update|atomic|atomic-inplace]
  * Prints a line "RESULT ..." that scripts/bench.sh collects.
  */
 #include <pthread.h>
@@ -56,6 +60,8 @@ static pthread_barrier_t start_line;
 
 /* Each update is one sx_atomic_write() ("atomic"), not sx_update_*. */
 static bool use_atomic;
+/* ... with SX_ATOMIC_INPLACE ("atomic-inplace"): the data in place, not in the record */
+static unsigned int atomic_flags;
 
 /* Fill @buf with bytes that say which thread and which update wrote them. */
 static void fill(unsigned char *buf, size_t len, int id, unsigned int op)
@@ -81,7 +87,7 @@ static int update_once(struct worker *w, unsigned int op)
 
 	fill(w->buf, UPDATE_SIZE, w->id, op);
 	if (use_atomic) {
-		error = sx_atomic_write(w->mp, w->fd, w->buf, UPDATE_SIZE, off, 0);
+		error = sx_atomic_write(w->mp, w->fd, w->buf, UPDATE_SIZE, off, atomic_flags);
 		if (error) {
 			w->what = "sx_atomic_write";
 			return error;
@@ -164,11 +170,14 @@ int main(int argc, char **argv)
 
 	if (argc < 4 || argc > 5 || !(ops = (unsigned int)strtoul(argv[2], NULL, 0)) ||
 	    (nthreads = atoi(argv[3])) < 1 || nthreads > 64 ||
-	    (argc == 5 && strcmp(argv[4], "update") && strcmp(argv[4], "atomic"))) {
-		fprintf(stderr, "usage: bench_update IMAGE OPS THREADS (1-64) [update|atomic]\n");
+	    (argc == 5 && strcmp(argv[4], "update") && strcmp(argv[4], "atomic") &&
+	     strcmp(argv[4], "atomic-inplace"))) {
+		fprintf(stderr, "usage: bench_update IMAGE OPS THREADS (1-64) [update|atomic|atomic-inplace]\n");
 		return 2;
 	}
-	use_atomic = argc == 5 && !strcmp(argv[4], "atomic");
+	use_atomic = argc == 5 && !strncmp(argv[4], "atomic", 6);
+	if (argc == 5 && !strcmp(argv[4], "atomic-inplace"))
+		atomic_flags = SX_ATOMIC_INPLACE;
 	sx_thread_enter();
 	/* the files, a clone's new blocks per thread, and room for the log */
 	env = getenv("BENCH_UPDATE_LOG_MB");
@@ -236,7 +245,8 @@ int main(int argc, char **argv)
 	total = (double)ops * nthreads;
 	printf("RESULT workload=update impl=%s threads=%d ops=%.0f secs=%.4f "
 	       "ops_s=%.1f flushes_op=%.2f writes_op=%.2f trans_op=%.2f logbytes_op=%.0f\n",
-	       use_atomic ? "swapext-atomic" : "swapext", nthreads, total, secs, total / secs,
+	       atomic_flags ? "swapext-atomic-inplace" : use_atomic ? "swapext-atomic" : "swapext",
+	       nthreads, total, secs, total / secs,
 	       bd_flushes(&s0, &s1) / total, (s1.writes - s0.writes) / total,
 	       (double)(l1.ls_trans - l0.ls_trans) / total,
 	       (double)(l1.ls_bytes - l0.ls_bytes) / total);

@@ -165,6 +165,8 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 	}
 	row "swapext: sx_update_start, pwrite, commit, sx_fsync" swapext "$rootfs" ""
 	row "swapext: sx_atomic_write (durable, no clone)" swapext-atomic "$rootfs" ""
+	row "swapext: sx_atomic_write, blocks in place before the record (SX_ATOMIC_INPLACE)" \
+		swapext-atomic-inplace "$rootfs" ""
 	row "pwrite + fdatasync (the floor; not atomic)" floor "$rootfs" 0.8
 	row "copy + fsync + rename + dir fsync" rename "$rootfs" 5
 	row "XFS clone + write + EXCHANGE_RANGE(DSYNC)" exchange xfs 10
@@ -180,7 +182,9 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 	aw_fl=$(med update swapext-atomic "$rootfs" 1 flushes_op)
 	printf 'Device flushes per update (target: 1): sx_update %s (%s), sx_atomic_write %s (%s).\n' \
 		"${sx_fl:--}" "$(fl_verdict "$sx_fl")" "${aw_fl:--}" "$(fl_verdict "$aw_fl")"
-	printf 'sx_atomic_write: %s sx_update.\n' "$(ratio "$aw_ops" "$sx_ops")"
+	printf 'sx_atomic_write: %s sx_update; carrying its blocks in the record: %s writing them in place first.\n' \
+		"$(ratio "$aw_ops" "$sx_ops")" \
+		"$(ratio "$aw_ops" "$(med update swapext-atomic-inplace "$rootfs" 1 ops_s)")"
 	echo
 	echo "## Atomic swap of two files of N single-block extents, durable"
 	echo

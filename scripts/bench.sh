@@ -12,7 +12,9 @@
 #   update   durable atomic 4 KiB update of a 1 MiB file, one thread:
 #            swapext (bench_update, image file in BUILD/bench/work on the
 #            filesystem BUILD is on): sx_update + fsync, and sx_atomic_write
-#            (bench_update ... atomic, durable on return); pwrite + fdatasync and copy + fsync +
+#            (bench_update ... atomic, durable on return; and atomic-inplace, its
+#            blocks written in place before the record, for what carrying them
+#            in the record buys); pwrite + fdatasync and copy + fsync +
 #            rename on that same filesystem; and, on XFS (4 KiB blocks, a
 #            loop device backed by a file in the same folder, mounted here):
 #            clone + write + XFS_IOC_EXCHANGE_RANGE(DSYNC), START_COMMIT +
@@ -197,7 +199,7 @@ have_xfs=0
 if [ -z "$xfs_why" ] && xfs_up 4096 2G fill; then have_xfs=1; else skip_xfs update; fi
 mkdir -p "$work/plain"
 for r in $(seq "$runs"); do
-	jobs=("swapext" "swapext-atomic" "floor:$rootfs" "rename:$rootfs")
+	jobs=("swapext" "swapext-atomic" "swapext-atomic-inplace" "floor:$rootfs" "rename:$rootfs")
 	[ $have_xfs = 1 ] && jobs+=("exchange:xfs" "commit:xfs" "atomic:xfs" "floor:xfs" "rename:xfs")
 	# every other run in reverse order: no method always goes first
 	if [ $((r % 2)) = 0 ]; then
@@ -209,6 +211,7 @@ for r in $(seq "$runs"); do
 		case $job in
 		swapext) run_one update swapext "$rootfs" 1 "$r" "$bin/bench_update" "$work/update.img" "$ops" 1 ;;
 		swapext-atomic) run_one update swapext-atomic "$rootfs" 1 "$r" "$bin/bench_update" "$work/update.img" "$ops" 1 atomic ;;
+		swapext-atomic-inplace) run_one update swapext-atomic-inplace "$rootfs" 1 "$r" "$bin/bench_update" "$work/update.img" "$ops" 1 atomic-inplace ;;
 		*:xfs) run_one update "${job%%:*}" xfs 1 "$r" "$bin/xfs_update" "${job%%:*}" "$mnt" "$ops" 1 ;;
 		*) run_one update "${job%%:*}" "$rootfs" 1 "$r" "$bin/xfs_update" "${job%%:*}" "$work/plain" "$ops" 1 ;;
 		esac
