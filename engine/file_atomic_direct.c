@@ -63,6 +63,15 @@
  * until a checkpoint writes them home.
  */
 #define SX_AWD_LOG_BYTES	(16u << 10)
+/*
+ * Blocks carried in records stay cached until a checkpoint writes them
+ * home and the tail passes them.  Past this many bytes of them, the write
+ * that adds more runs that checkpoint: memory stays small and is used
+ * again (grown by a block a write, the cache grew the heap by a system
+ * call and a page fault a write: 4,479 mprotect() calls in 3,000 writes),
+ * and home takes them in a few large writes.
+ */
+#define SX_AWD_LOGGED_MAX	(2u << 20)
 
 /* File blocks [r_fb, +r_nb) of one file, their new contents at r_data. */
 struct sx_awd_run {
@@ -461,6 +470,9 @@ int sx_aw_direct(struct sx_aw *aw, u32 flags)
 	}
 	if (!error && !(flags & SX_ATOMIC_NOSYNC))
 		error = sx_log_force_seq(mp, seq, false);
+	/* the write is done: a failed checkpoint has shut the mount down, and says so */
+	if (!error && d.d_logged && sx_bcache_data_count(mp) > (SX_AWD_LOGGED_MAX >> mp->m_blog))
+		(void)sx_log_checkpoint(mp);
 	sx_free(d.d_data);
 	sx_free(d.d_runs);
 	return error;

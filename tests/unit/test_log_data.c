@@ -48,9 +48,9 @@ static void fill(u8 *buf, u64 len, u8 seed)
 }
 
 /* A 64-block file, written and durable: "f", its bytes in model[]. */
-static int setup(void **state)
+static int setup_logsize(u32 logblocks)
 {
-	mem = sxs_mkimg(16 * MIB, BS, 0, true);
+	mem = sxs_mkimg(32 * MIB, BS, logblocks, true);
 	assert_int_equal(sx_crashdev_create(mem, 1, &bd, &cd), 0);
 	mp = sxt_mount(bd);
 	fill(model, FSIZE, 1);
@@ -58,6 +58,17 @@ static int setup(void **state)
 	assert_int_equal(sx_pwrite(mp, fd, model, FSIZE, 0), (s64)FSIZE);
 	assert_int_equal(sx_fsync(mp, fd), 0);
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_logsize(0);
+}
+
+/* A 16 MiB log: room for more than 2 MiB of blocks in records. */
+static int setup_big_log(void **state)
+{
+	return setup_logsize(4096);
 }
 
 static int teardown(void **state)
@@ -234,6 +245,30 @@ static void test_freed_not_reused(void **state)
 	verify();
 }
 
+/*
+ * The blocks carried in records stay cached until a checkpoint; past 2 MiB
+ * of them the write that adds more runs one, so they never pile up, and
+ * the files read back right across those checkpoints and a crash.
+ */
+static void test_bounded(void **state)
+{
+	struct sx_log_stats s0, s1;
+	u32 i, most = 0;
+
+	sx_log_get_stats(mp, &s0);
+	for (i = 0; i < 1500; i++) {
+		awrite((i * 7 % 64) * BS, BS, (u8)i, 0);
+		most = sx_max(most, sx_bcache_data_count(mp));
+	}
+	sx_log_get_stats(mp, &s1);
+	assert_true(most <= (2u << 20) / BS + 1);
+	assert_true(most > (2u << 20) / BS / 2);
+	assert_true(s1.ls_checkpoints - s0.ls_checkpoints >= 2);
+	verify();
+	crash_remount();
+	verify();
+}
+
 static u64 free_blocks(void)
 {
 	struct sx_info in;
@@ -387,6 +422,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bounded, setup_big_log, teardown),
 		cmocka_unit_test_setup_teardown(test_replay_kinds, setup_log, teardown_log),
 	};
 
