@@ -437,40 +437,74 @@ static int sx_recover_flush_bufs(struct sx_recover *rc)
 	return error;
 }
 
-/* The recovery buffer of @blkno, read on first use. */
-static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf **rbp)
+/* The recovery buffer of @blkno, if replay has one. */
+static struct sx_rbuf *sx_recover_find_buf(struct sx_recover *rc, u64 blkno)
 {
-	struct sx_mount *mp = rc->rc_mp;
-	struct sx_list *head = &rc->rc_bufs[sx_rhash(blkno)], *pos;
-	const struct sx_dblk_hdr *hdr;
+	struct sx_list *pos;
+
+	sx_list_for_each(pos, &rc->rc_bufs[sx_rhash(blkno)]) {
+		struct sx_rbuf *rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
+
+		if (rb->rb_blkno == blkno)
+			return rb;
+	}
+	return NULL;
+}
+
+/*
+ * A new recovery buffer for @blkno, its contents not set, not yet in the
+ * table (sx_recover_add_buf()).  A full table is written out first.
+ */
+static int sx_recover_new_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf **rbp)
+{
 	struct sx_rbuf *rb;
 	int error;
 
-	sx_list_for_each(pos, head) {
-		rb = sx_list_entry(pos, struct sx_rbuf, rb_hash);
-		if (rb->rb_blkno == blkno) {
-			*rbp = rb;
-			return 0;
-		}
-	}
 	if (rc->rc_nbufs >= SX_RECOVER_MAX_BUFS) {
 		/* safe: a written block's LSN still orders later changes */
 		error = sx_recover_flush_bufs(rc);
 		if (error)
 			return error;
 	}
-	rb = sx_alloc(sizeof(*rb) + mp->m_bsize, 0);
+	rb = sx_alloc(sizeof(*rb) + rc->rc_mp->m_bsize, 0);
 	if (!rb)
 		return -ENOMEM;
+	rb->rb_blkno = blkno;
+	rb->rb_dirty = 0;
+	rb->rb_is_data = 0;
+	rb->rb_lsn = 0;
+	rb->rb_disk_lsn = 0;
+	*rbp = rb;
+	return 0;
+}
+
+static void sx_recover_add_buf(struct sx_recover *rc, struct sx_rbuf *rb)
+{
+	sx_list_add(&rb->rb_hash, &rc->rc_bufs[sx_rhash(rb->rb_blkno)]);
+	rc->rc_nbufs++;
+}
+
+/* The recovery buffer of @blkno, read on first use. */
+static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf **rbp)
+{
+	struct sx_mount *mp = rc->rc_mp;
+	const struct sx_dblk_hdr *hdr;
+	struct sx_rbuf *rb;
+	int error;
+
+	rb = sx_recover_find_buf(rc, blkno);
+	if (rb) {
+		*rbp = rb;
+		return 0;
+	}
+	error = sx_recover_new_buf(rc, blkno, &rb);
+	if (error)
+		return error;
 	error = sx_dev_read(mp, blkno, 1, rb->rb_data);
 	if (error) {
 		sx_free(rb);
 		return error;
 	}
-	rb->rb_blkno = blkno;
-	rb->rb_dirty = 0;
-	rb->rb_is_data = 0;
-	rb->rb_lsn = 0;
 	hdr = (const struct sx_dblk_hdr *)rb->rb_data;
 	/*
 	 * Only a block that is wholly what some writeback wrote can be
@@ -481,8 +515,6 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 	    le64_to_cpu(hdr->bh_blkno) == blkno &&
 	    memcmp(hdr->bh_uuid, mp->m_sb.sb_uuid, SX_UUID_SIZE) == 0)
 		rb->rb_disk_lsn = le64_to_cpu(hdr->bh_lsn);
-	else
-		rb->rb_disk_lsn = 0;
 	/*
 	 * A block is written only after the record of its last change, so
 	 * no block of this log can name a record at or past the head.  One
@@ -496,8 +528,7 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 		sx_free(rb);
 		return -EFSCORRUPTED;
 	}
-	sx_list_add(&rb->rb_hash, head);
-	rc->rc_nbufs++;
+	sx_recover_add_buf(rc, rb);
 	*rbp = rb;
 	return 0;
 }
@@ -514,30 +545,14 @@ static int sx_recover_get_buf(struct sx_recover *rc, u64 blkno, struct sx_rbuf *
 static int sx_recover_data_op(struct sx_recover *rc, u64 blkno, const u8 *image)
 {
 	struct sx_mount *mp = rc->rc_mp;
-	struct sx_list *head = &rc->rc_bufs[sx_rhash(blkno)], *pos;
-	struct sx_rbuf *rb = NULL;
+	struct sx_rbuf *rb = sx_recover_find_buf(rc, blkno);
 	int error;
 
-	sx_list_for_each(pos, head) {
-		struct sx_rbuf *r = sx_list_entry(pos, struct sx_rbuf, rb_hash);
-
-		if (r->rb_blkno == blkno) {
-			rb = r;
-			break;
-		}
-	}
 	if (!rb) {
-		if (rc->rc_nbufs >= SX_RECOVER_MAX_BUFS) {
-			error = sx_recover_flush_bufs(rc);
-			if (error)
-				return error;
-		}
-		rb = sx_alloc(sizeof(*rb) + mp->m_bsize, 0);
-		if (!rb)
-			return -ENOMEM;
-		rb->rb_blkno = blkno;
-		sx_list_add(&rb->rb_hash, head);
-		rc->rc_nbufs++;
+		error = sx_recover_new_buf(rc, blkno, &rb);
+		if (error)
+			return error;
+		sx_recover_add_buf(rc, rb);
 	}
 	memcpy(rb->rb_data, image, mp->m_bsize);
 	rb->rb_disk_lsn = 0;
