@@ -212,25 +212,39 @@ static void test_overwrite_in_place(void **state)
 	verify();
 }
 
+static u64 free_blocks(void)
+{
+	struct sx_info in;
+
+	assert_int_equal(sx_get_info(mp, &in), 0);
+	return in.in_free_blocks;
+}
+
 /*
  * A block freed while its image may still be replayed is not given to
  * data until a checkpoint moves the tail past it (metadata may take it:
- * its own image is newer), and nobody writes it in place meanwhile.
+ * its own image is newer), and nobody writes it in place meanwhile.  The
+ * filesystem is filled first, so that it is the only free block.
  */
 static void test_freed_not_reused(void **state)
 {
 	struct sx_trans *tp;
 	u8 buf[BS];
-	u64 b, got;
+	u64 b, got, fr;
 	u32 len;
+	int ffd;
 
 	awrite(50 * BS, BS, 70, 0);
 	b = phys(50 * BS);
 	awrite(50 * BS, BS, 71, 0);		/* frees b, durably */
 	assert_true(phys(50 * BS) != b);
+	assert_int_equal(sx_create(mp, "filler", 0644, &ffd), 0);
+	fr = free_blocks();
+	assert_int_equal(sx_fallocate(mp, ffd, 0, (fr - 1) * BS), 0);
+	assert_int_equal(free_blocks(), 1);
+
 	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
-	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), 0);
-	assert_true(got != b);
+	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), -ENOSPC);
 	sx_trans_cancel(tp);
 	fill(buf, BS, 72);
 	assert_int_equal(sx_file_write_data(mp, b, 1, buf, true), -EFSCORRUPTED);
@@ -240,6 +254,7 @@ static void test_freed_not_reused(void **state)
 	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), 0);
 	assert_int_equal(got, b);
 	sx_trans_cancel(tp);
+	assert_int_equal(sx_close(mp, ffd), 0);
 	verify();
 	crash_remount();
 	verify();
@@ -267,14 +282,6 @@ static void test_bounded(void **state)
 	verify();
 	crash_remount();
 	verify();
-}
-
-static u64 free_blocks(void)
-{
-	struct sx_info in;
-
-	assert_int_equal(sx_get_info(mp, &in), 0);
-	return in.in_free_blocks;
 }
 
 /*
