@@ -284,35 +284,53 @@ static void test_bounded(void **state)
 	verify();
 }
 
+/* Grow the filler file @ffd (now *@fsize bytes) until @n free blocks are left. */
+static void only_free(int ffd, u64 *fsize, u64 n)
+{
+	u64 fr = free_blocks();
+
+	assert_true(fr >= n);
+	if (fr > n) {
+		assert_int_equal(sx_fallocate(mp, ffd, *fsize, (fr - n) * BS), 0);
+		*fsize += (fr - n) * BS;
+	}
+	assert_int_equal(free_blocks(), n);
+}
+
+/* Rewrite [@off, +2 blocks) twice: its 2 blocks of the first write are freed, still in the log. */
+static void withhold_two(u64 off, u8 seed)
+{
+	awrite(off, 2 * BS, seed, 0);
+	awrite(off, 2 * BS, seed + 1, 0);
+}
+
 /*
  * On a full filesystem whose only free blocks are ones a data allocation
  * must step around, writes still get them: a checkpoint lets them go.
- * Into a hole (sx_pwrite), by fallocate, and by an atomic write.
+ * An atomic write, a write into a hole (sx_pwrite) and fallocate, each
+ * when the 2 blocks it needs are all there is.
  */
 static void test_nearly_full(void **state)
 {
-	u8 buf[4 * BS];
-	u64 fr;
+	u8 buf[2 * BS];
+	u64 fsize = 0;
 	int ffd;
 
-	awrite(0, 4 * BS, 90, 0);
-	awrite(0, 4 * BS, 91, 0);		/* 4 freed blocks, still in the log */
-	awrite(4 * BS, 4 * BS, 92, 0);
-	awrite(4 * BS, 4 * BS, 93, 0);		/* 4 more */
 	assert_int_equal(sx_create(mp, "filler", 0644, &ffd), 0);
-	fr = free_blocks();
-	assert_int_equal(sx_fallocate(mp, ffd, 0, (fr - 8) * BS), 0);
-	assert_int_equal(free_blocks(), 8);
-	assert_true(sx_bcache_data_count(mp) >= 8);
+	withhold_two(0, 90);
+	only_free(ffd, &fsize, 2);
+	awrite(8 * BS, 2 * BS, 92, 0);
 
-	fill(buf, sizeof(buf), 94);
+	withhold_two(16 * BS, 93);
+	only_free(ffd, &fsize, 2);
+	fill(buf, sizeof(buf), 95);
 	assert_int_equal(sx_pwrite(mp, fd, buf, 2 * BS, FSIZE), 2 * BS);
 	assert_int_equal(sx_truncate(mp, fd, FSIZE), 0);
-	awrite(8 * BS, 2 * BS, 95, 0);
-	awrite(8 * BS, 2 * BS, 96, 0);
+
+	withhold_two(20 * BS, 96);
+	only_free(ffd, &fsize, 2);
 	assert_int_equal(sx_fallocate(mp, fd, FSIZE, 2 * BS), 0);
 	assert_int_equal(sx_truncate(mp, fd, FSIZE), 0);
-	awrite(12 * BS, 4 * BS, 97, 0);
 	verify();
 	assert_int_equal(sx_close(mp, ffd), 0);
 	crash_remount();
