@@ -357,6 +357,74 @@ static void test_size_limit(void **state)
 	verify();
 }
 
+/*
+ * A checkpoint that writes the blocks home fails at each of its device
+ * writes in turn (the batched write of the data blocks among them): it
+ * returns the error and shuts the mount down, and after a remount the
+ * file is whole, its new blocks put home by recovery from the log; the
+ * same at each call of the write fault site.  Then
+ * each of its allocations fails in turn: without memory for a batch the
+ * blocks go home one at a time, and any other failure ends like the
+ * write errors.
+ */
+static void test_checkpoint_faults(void **state)
+{
+	u64 nth;
+	int error, failed = 0;
+
+	for (nth = 1; nth < 100; nth++) {
+		setup(state);
+		awrite(20 * BS, 4 * BS, 50, 0);
+		sx_crashdev_fail(cd, SX_IO_WRITE, nth, true, -EIO);
+		error = sx_checkpoint(mp);
+		sx_crashdev_clear_faults(cd);
+		if (error)
+			assert_int_equal(error, -EIO);
+		crash_remount();
+		verify();
+		teardown(state);
+		if (!error)
+			break;
+		failed++;
+	}
+	/* metadata blocks and the data batch, each failed once */
+	assert_true(failed >= 3);
+
+	/* the same through the write fault site, which no device sees */
+	failed = 0;
+	for (nth = 1; nth < 100; nth++) {
+		setup(state);
+		awrite(20 * BS, 4 * BS, 52, 0);
+		assert_int_equal(sx_fault_arm("buf_write", nth, true, -EIO), 0);
+		error = sx_checkpoint(mp);
+		assert_int_equal(sx_fault_arm("buf_write", 0, false, 0), 0);
+		if (error)
+			assert_int_equal(error, -EIO);
+		crash_remount();
+		verify();
+		teardown(state);
+		if (!error)
+			break;
+		failed++;
+	}
+	assert_true(failed >= 3);
+
+	for (nth = 1; nth < 100; nth++) {
+		setup(state);
+		awrite(20 * BS, 4 * BS, 51, 0);
+		sx_alloc_fail(nth, false);
+		error = sx_checkpoint(mp);
+		sx_alloc_fail(0, false);
+		if (error)
+			assert_int_equal(error, -ENOMEM);
+		crash_remount();
+		verify();
+		teardown(state);
+		if (!error && nth > 2)
+			break;
+	}
+}
+
 /* ------------------------------------------------------------ the log's level */
 
 static struct sx_mount *lmp;
@@ -448,6 +516,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup_big_log, teardown),
+		cmocka_unit_test(test_checkpoint_faults),
 		cmocka_unit_test_setup_teardown(test_replay_kinds, setup_log, teardown_log),
 	};
 
