@@ -456,17 +456,9 @@ int sx_aw_direct(struct sx_aw *aw, u32 flags)
 		error = sx_awd_fill(&d);
 	if (!error)
 		error = sx_awd_commit(&d, res, &seq);
-	if (error == -ENOSPC && sx_bcache_data_count(mp)) {
-		/*
-		 * Freed blocks whose contents are still in the log are not
-		 * given to data (alloc.c); on a nearly full filesystem they
-		 * may be all that is left.  A checkpoint writes them home and
-		 * lets them go: once.
-		 */
-		error = sx_log_checkpoint(mp);
+	if (sx_log_home_data(mp, &error)) {
 		d.d_next = 0;
-		if (!error)
-			error = sx_awd_commit(&d, res, &seq);
+		error = sx_awd_commit(&d, res, &seq);
 	}
 	if (!error && !(flags & SX_ATOMIC_NOSYNC))
 		error = sx_log_force_seq(mp, seq, false);

@@ -465,26 +465,12 @@ out_cancel:
  * if the mapping changed.  If none is, the caller writes them in place:
  * first the change that took their last other owner away must be durable.
  */
-/*
- * Data allocations step around freed blocks whose contents are still in
- * the log (alloc.c); on a nearly full filesystem they may be all that is
- * left.  After an -ENOSPC with such blocks about, a checkpoint writes them
- * home and lets them go: true if it did, and the caller tries once more.
- */
-static bool sx_io_home_data(struct sx_io *io, int *error)
-{
-	if (*error != -ENOSPC || !sx_bcache_data_count(io->io_mp))
-		return false;
-	*error = sx_log_checkpoint(io->io_mp);
-	return !*error;
-}
-
 static int sx_io_write_hole(struct sx_io *io, u64 fb, u64 pos, u64 end, const u8 *src,
 			    u64 *donep)
 {
 	int error = sx_io_write_hole_once(io, fb, pos, end, src, donep);
 
-	if (sx_io_home_data(io, &error))
+	if (sx_log_home_data(io->io_mp, &error))
 		error = sx_io_write_hole_once(io, fb, pos, end, src, donep);
 	return error;
 }
@@ -554,7 +540,7 @@ static int sx_io_write(struct sx_io *io, u64 pos, u64 end, const u8 *src, bool z
 			continue;
 		}
 		error = sx_io_unshare(io, &irec, fb, sx_io_bup(io, stepend) - fb, &cowed);
-		if (!homed && sx_io_home_data(io, &error)) {
+		if (!homed && sx_log_home_data(io->io_mp, &error)) {
 			homed = true;
 			continue;	/* look again, with the blocks let go */
 		}
@@ -1097,7 +1083,7 @@ SX_API int sx_fallocate(struct sx_mount *mp, int fd, u64 off, u64 len)
 			continue;
 		}
 		error = sx_io_falloc_one(&io, fb, n, &step);
-		if (sx_io_home_data(&io, &error))
+		if (sx_log_home_data(mp, &error))
 			error = sx_io_falloc_one(&io, fb, n, &step);
 		if (error)
 			goto out_unlock;

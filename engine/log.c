@@ -1102,6 +1102,15 @@ out_unlock:
 	return error;
 }
 
+/* A nearly full filesystem whose free blocks are in the log: see log.h. */
+bool sx_log_home_data(struct sx_mount *mp, int *error)
+{
+	if (*error != -ENOSPC || !sx_bcache_data_count(mp))
+		return false;
+	*error = sx_log_checkpoint(mp);
+	return !*error;
+}
+
 /* Copy the counters. */
 void sx_log_get_stats(struct sx_mount *mp, struct sx_log_stats *st)
 {

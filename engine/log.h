@@ -123,6 +123,13 @@ void sx_log_want_fence(struct sx_mount *mp);
 
 /** sx_log_checkpoint() - force, write metadata back, flush, move the tail */
 int sx_log_checkpoint(struct sx_mount *mp);
+/**
+ * sx_log_home_data() - after a data allocation's -ENOSPC (*@error), with
+ * blocks cached whose contents are still in the log (data allocations step
+ * around them), checkpoint to let them go: true if it did, and the caller
+ * tries once more; *@error is the checkpoint's result then
+ */
+bool sx_log_home_data(struct sx_mount *mp, int *error);
 
 /** sx_log_next_tid() - a new transaction id */
 u64 sx_log_next_tid(struct sx_mount *mp);
