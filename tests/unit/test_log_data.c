@@ -357,72 +357,71 @@ static void test_size_limit(void **state)
 	verify();
 }
 
+enum ck_fault { CK_WRITE, CK_SITE, CK_ALLOC };
+
+/* Arm (@nth > 0) or disarm (0) the failure @how on the checkpoint's @nth try. */
+static void ck_arm(enum ck_fault how, u64 nth)
+{
+	switch (how) {
+	case CK_WRITE:
+		if (nth)
+			sx_crashdev_fail(cd, SX_IO_WRITE, nth, true, -EIO);
+		else
+			sx_crashdev_clear_faults(cd);
+		break;
+	case CK_SITE:
+		assert_int_equal(sx_fault_arm("buf_write", nth, nth != 0, -EIO), 0);
+		break;
+	case CK_ALLOC:
+		sx_alloc_fail(nth, false);
+		break;
+	}
+}
+
+/*
+ * Fail the checkpoint of a fresh write's blocks at its 1st, 2nd, ... try
+ * of @how until one passes; each failure is @error, and a remount finds
+ * the file whole.  Returns how many failed.
+ */
+static int ck_fail_each(void **state, enum ck_fault how, int want)
+{
+	int error, failed = 0;
+	u64 nth;
+
+	for (nth = 1; nth < 100; nth++) {
+		setup(state);
+		awrite(20 * BS, 4 * BS, (u8)(50 + how), 0);
+		ck_arm(how, nth);
+		error = sx_checkpoint(mp);
+		ck_arm(how, 0);
+		if (error)
+			assert_int_equal(error, want);
+		crash_remount();
+		verify();
+		teardown(state);
+		/* an allocation's loss may be borne: go on past the first few */
+		if (!error && (how != CK_ALLOC || nth > 2))
+			break;
+		failed += error != 0;
+	}
+	return failed;
+}
+
 /*
  * A checkpoint that writes the blocks home fails at each of its device
  * writes in turn (the batched write of the data blocks among them): it
  * returns the error and shuts the mount down, and after a remount the
  * file is whole, its new blocks put home by recovery from the log; the
- * same at each call of the write fault site.  Then
- * each of its allocations fails in turn: without memory for a batch the
- * blocks go home one at a time, and any other failure ends like the
- * write errors.
+ * same at each call of the write fault site.  Then each of its
+ * allocations fails in turn: without memory for a batch the blocks go
+ * home one at a time, and any other failure ends like the write errors.
  */
 static void test_checkpoint_faults(void **state)
 {
-	u64 nth;
-	int error, failed = 0;
-
-	for (nth = 1; nth < 100; nth++) {
-		setup(state);
-		awrite(20 * BS, 4 * BS, 50, 0);
-		sx_crashdev_fail(cd, SX_IO_WRITE, nth, true, -EIO);
-		error = sx_checkpoint(mp);
-		sx_crashdev_clear_faults(cd);
-		if (error)
-			assert_int_equal(error, -EIO);
-		crash_remount();
-		verify();
-		teardown(state);
-		if (!error)
-			break;
-		failed++;
-	}
 	/* metadata blocks and the data batch, each failed once */
-	assert_true(failed >= 3);
-
-	/* the same through the write fault site, which no device sees */
-	failed = 0;
-	for (nth = 1; nth < 100; nth++) {
-		setup(state);
-		awrite(20 * BS, 4 * BS, 52, 0);
-		assert_int_equal(sx_fault_arm("buf_write", nth, true, -EIO), 0);
-		error = sx_checkpoint(mp);
-		assert_int_equal(sx_fault_arm("buf_write", 0, false, 0), 0);
-		if (error)
-			assert_int_equal(error, -EIO);
-		crash_remount();
-		verify();
-		teardown(state);
-		if (!error)
-			break;
-		failed++;
-	}
-	assert_true(failed >= 3);
-
-	for (nth = 1; nth < 100; nth++) {
-		setup(state);
-		awrite(20 * BS, 4 * BS, 51, 0);
-		sx_alloc_fail(nth, false);
-		error = sx_checkpoint(mp);
-		sx_alloc_fail(0, false);
-		if (error)
-			assert_int_equal(error, -ENOMEM);
-		crash_remount();
-		verify();
-		teardown(state);
-		if (!error && nth > 2)
-			break;
-	}
+	assert_true(ck_fail_each(state, CK_WRITE, -EIO) >= 3);
+	assert_true(ck_fail_each(state, CK_SITE, -EIO) >= 3);
+	ck_fail_each(state, CK_ALLOC, -ENOMEM);
 }
 
 /* ------------------------------------------------------------ the log's level */
