@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "trans.h"
 #include "file_io.h"
+#include "fsinfo.h"
 #include "log.h"
 #include <swapext/device.h>
 
@@ -257,6 +258,37 @@ static void test_freed_not_reused(void **state)
 	assert_int_equal(sx_close(mp, ffd), 0);
 	verify();
 	crash_remount();
+	verify();
+}
+
+/*
+ * A block cached as live metadata is not file data: asked for it as data
+ * (a mapping that points into metadata), the cache refuses rather than
+ * hand out, and later log whole, the metadata's buffer as a data block.
+ * The metadata reads back unchanged afterwards.
+ */
+static void test_metadata_not_data(void **state)
+{
+	u64 b = mp->m_sb.sb_fsinfo;
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	u8 before[BS];
+
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_fsinfo_get(tp, &bp), 0);
+	memcpy(before, bp->b_data, BS);
+	sx_trans_cancel(tp);
+
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b, &sx_data_buf_ops, 0, &bp), -EFSCORRUPTED);
+	sx_trans_cancel(tp);
+	assert_int_equal(sx_bcache_data_count(mp), 0);
+
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_fsinfo_get(tp, &bp), 0);
+	assert_ptr_equal(bp->b_ops, &sx_fsinfo_buf_ops);
+	assert_memory_equal(bp->b_data, before, BS);
+	sx_trans_cancel(tp);
 	verify();
 }
 
@@ -512,6 +544,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_checkpoint_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metadata_not_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup_big_log, teardown),
