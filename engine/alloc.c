@@ -896,6 +896,25 @@ int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len)
 }
 
 /*
+ * Blocks a file mapped go back to free space.  A block whose image the log
+ * still holds (a small atomic write carried it) gets a cancel in the same
+ * transaction: nobody owns the block once it is free, so a checkpoint
+ * writing it home would be I/O for nothing, and without the cancel the
+ * block would stay withheld from data until the tail passed its image.
+ */
+int sx_free_data(struct sx_trans *tp, u64 bno, u64 len, u32 cancels)
+{
+	int error;
+
+	error = sx_free_check_data(tp->t_mp, bno, len);
+	if (!error)
+		error = sx_free_extent(tp, bno, len);
+	if (!error && cancels)
+		sx_trans_stale_data(tp, bno, len, cancels);
+	return error;
+}
+
+/*
  * Find between @minlen and @maxlen contiguous free blocks (stepping around
  * busy ones if @busy) for the owner.
  *

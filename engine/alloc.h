@@ -51,6 +51,16 @@ int sx_free_extent(struct sx_trans *tp, u64 bno, u64 len);
 int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len);
 
 /**
+ * sx_free_data() - free [@bno, @bno + @len), blocks a file mapped: checked
+ * by sx_free_check_data(), freed, and the images of them the log still
+ * holds cancelled, at most @cancels of them (sx_trans_stale_data(); the
+ * caller reserved sx_trans_stale_bytes() each)
+ *
+ * Return: 0, or the error of the check or of the free.
+ */
+int sx_free_data(struct sx_trans *tp, u64 bno, u64 len, u32 cancels);
+
+/**
  * sx_alloc_data_extent() - sx_alloc_extent() for blocks that file data will
  * be written into in place: never blocks freed by a transaction that is not
  * yet durable (busy), or a crash could give them back to their old owner

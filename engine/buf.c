@@ -262,6 +262,37 @@ bool sx_buf_range_data(struct sx_mount *mp, u64 bno, u64 len, u64 *hit)
 	return found;
 }
 
+/* The data buffer of @b, locked, if its lock is free (sx_buf_trylock_data()). */
+struct sx_buf *sx_buf_trylock_data(struct sx_mount *mp, u64 b)
+{
+	struct sx_bcache *bc = mp->m_bcache;
+	struct sx_buf *bp;
+	bool live;
+
+	if (!sx_read_once(bc->bc_ndata))
+		return NULL;
+	sx_mutex_lock(&bc->bc_lock);
+	bp = sx_bcache_data_at(bc, b);
+	if (bp)
+		bp->b_refs++;
+	sx_mutex_unlock(&bc->bc_lock);
+	if (!bp)
+		return NULL;
+	if (!sx_mutex_trylock(&bp->b_lock)) {
+		sx_buf_rele(bp);
+		return NULL;
+	}
+	/* it may have turned stale or been dropped before the lock came */
+	sx_mutex_lock(&bc->bc_lock);
+	live = (bp->b_state & SX_BS_DATA) && !(bp->b_state & (SX_BS_STALE | SX_BS_INVALID));
+	sx_mutex_unlock(&bc->bc_lock);
+	if (!live) {
+		sx_buf_relse(bp);
+		return NULL;
+	}
+	return bp;
+}
+
 /*
  * Reads of file data: a block in a data buffer may not be home yet, and
  * the buffer is never older than home.

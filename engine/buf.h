@@ -205,6 +205,13 @@ static inline bool sx_buf_is_data(const struct sx_buf *bp)
  */
 bool sx_buf_range_data(struct sx_mount *mp, u64 bno, u64 len, u64 *hit);
 
+/**
+ * sx_buf_trylock_data() - the data buffer of block @b, referenced and
+ * locked, if one is cached and its lock is free at once; else NULL.  For a
+ * caller that holds other buffers and can do without this one.
+ */
+struct sx_buf *sx_buf_trylock_data(struct sx_mount *mp, u64 b);
+
 /** sx_buf_overlay_data() - copy the cached data blocks of [@bno, +@count) over @buf */
 void sx_buf_overlay_data(struct sx_mount *mp, u64 bno, u32 count, void *buf);
 

@@ -212,8 +212,10 @@ static int sx_awd_check(struct sx_awd *d, u32 flags, u32 *resp, bool *fits)
 		callres = sx_max(callres, (u64)sx_aw_call_res(ip, calls));
 		sx_iunlock(ip, SX_ILOCK_EXCL);
 	}
+	/* and a cancel for each old block whose image the log may still hold */
 	res = calls * (callres + sx_alloc_res_bytes(mp)) +
-	      (u64)aw->a_nfiles * sx_inode_res_bytes(mp);
+	      (u64)aw->a_nfiles * sx_inode_res_bytes(mp) +
+	      (d->d_bytes >> mp->m_blog) * sx_trans_stale_bytes();
 	d->d_logged = d->d_bytes <= SX_AWD_LOG_BYTES && !(flags & SX_ATOMIC_INPLACE);
 	if (d->d_logged)
 		res += (d->d_bytes >> mp->m_blog) * sx_trans_buf_bytes(mp);
@@ -365,7 +367,6 @@ static int sx_awd_write(struct sx_awd *d, struct sx_trans *tp)
 /* Put new extent @e in place of the file's old blocks there, which are freed. */
 static int sx_awd_remap(struct sx_awd *d, struct sx_trans *tp, const struct sx_awd_ext *e)
 {
-	struct sx_mount *mp = tp->t_mp;
 	struct sx_inode *ip = d->d_aw->a_files[d->d_runs[e->e_run].r_file].f_ip;
 	struct sx_bmap_irec got, map;
 	int error;
@@ -376,9 +377,9 @@ static int sx_awd_remap(struct sx_awd *d, struct sx_trans *tp, const struct sx_a
 			return error;
 		if (got.br_startblock == SX_HOLE)
 			break;
-		error = sx_free_check_data(mp, got.br_startblock, got.br_blockcount);
-		if (!error)
-			error = sx_free_extent(tp, got.br_startblock, got.br_blockcount);
+		/* the pieces freed are at most e_len blocks: their cancels are reserved */
+		error = sx_free_data(tp, got.br_startblock, got.br_blockcount,
+				     (u32)got.br_blockcount);
 		if (error)
 			return error;
 	}

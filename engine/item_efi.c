@@ -24,6 +24,12 @@ struct sx_efi_item {
 #define SX_EFI_MAX_ITEMS	16
 /* The longest extent one logged item describes. */
 #define SX_EFI_MAX_LEN		0xffffffffu
+/*
+ * Images still in the log that one step cancels at most (sx_free_data()):
+ * enough for the blocks small atomic writes carry; more stay withheld
+ * until a checkpoint, as they would without the cancel.
+ */
+#define SX_EFI_CANCELS		16
 
 static void sx_efi_encode(const void *item, void *logged)
 {
@@ -62,9 +68,7 @@ static int sx_efi_finish(struct sx_trans *tp, void *item)
 	u64 n = sx_min(ei->ei_len, (u64)sx_alloc_max_extent(tp->t_mp));
 	int error;
 
-	error = sx_free_check_data(tp->t_mp, ei->ei_bno, n);
-	if (!error)
-		error = sx_free_extent(tp, ei->ei_bno, n);
+	error = sx_free_data(tp, ei->ei_bno, n, SX_EFI_CANCELS);
 	if (error)
 		return error;
 	ei->ei_bno += n;
@@ -74,7 +78,7 @@ static int sx_efi_finish(struct sx_trans *tp, void *item)
 
 static u32 sx_efi_step_res(const struct sx_mount *mp)
 {
-	return sx_alloc_res_bytes(mp);
+	return sx_alloc_res_bytes(mp) + SX_EFI_CANCELS * sx_trans_stale_bytes();
 }
 
 static void sx_efi_print(const void *logged, sx_print_fn pr, void *arg)

@@ -346,6 +346,42 @@ int sx_trans_binval(struct sx_trans *tp, struct sx_buf *bp)
 	return 0;
 }
 
+u32 sx_trans_stale_bytes(void)
+{
+	return sx_trans_op_bytes(sizeof(struct sx_dlog_buf));
+}
+
+/* Cancel the logged images of freed file blocks (sx_trans_stale_data()). */
+u32 sx_trans_stale_data(struct sx_trans *tp, u64 bno, u64 len, u32 max)
+{
+	struct sx_mount *mp = tp->t_mp;
+	u64 b = bno, hit;
+	u32 done = 0;
+
+	while (done < max && b - bno < len && sx_buf_range_data(mp, b, len - (b - bno), &hit)) {
+		struct sx_buf *bp = sx_trans_find_buf(tp, hit);
+
+		b = hit + 1;
+		if (bp) {
+			if (!sx_buf_is_data(bp) || (bp->b_flags & SX_BUF_INVAL))
+				continue;
+		} else {
+			bp = sx_buf_trylock_data(mp, hit);
+			if (!bp)
+				continue;
+			if (sx_trans_attach(tp, bp)) {
+				sx_buf_relse(bp);
+				continue;
+			}
+		}
+		if (tp->t_bytes - bp->b_tcost + sx_trans_stale_bytes() > tp->t_res_bytes)
+			break;		/* the caller reserved for fewer: the rest stay */
+		if (sx_trans_binval(tp, bp) == 0)
+			done++;
+	}
+	return done;
+}
+
 /* Log an intent or done item. */
 int sx_trans_log_item(struct sx_trans *tp, u16 type, const void *payload, u32 len)
 {

@@ -107,6 +107,21 @@ void sx_trans_brelse(struct sx_trans *tp, struct sx_buf *bp);
 int sx_trans_binval(struct sx_trans *tp, struct sx_buf *bp);
 
 /**
+ * sx_trans_stale_data() - freed file blocks [@bno, +@len) whose images the
+ * log still holds (data buffers, buf.h): cancel at most @max of them in
+ * @tp, which must have reserved sx_trans_stale_bytes() for each.  Once
+ * @tp is durable recovery replays none of those images, so a checkpoint
+ * need not write the blocks home and they may be used again at once.  A
+ * block whose buffer another thread holds is left as it was: it stays
+ * withheld until a checkpoint writes it and the tail passes its image.
+ * Return: how many were cancelled.
+ */
+u32 sx_trans_stale_data(struct sx_trans *tp, u64 bno, u64 len, u32 max);
+
+/** sx_trans_stale_bytes() - log bytes of one cancel by sx_trans_stale_data() */
+u32 sx_trans_stale_bytes(void);
+
+/**
  * sx_trans_log_item() - log an intent or done item payload of type @type
  *
  * The payload begins with struct sx_dlog_intent.  Return: 0, -ENOMEM,

@@ -15,7 +15,11 @@
  *     writes carry their blocks in the record), so the overwrite goes
  *     through the log too, and recovery must not put call 1's image back
  *     over it.  Within one block it is all or nothing, and durable once
- *     its fsync returns, whatever the flags of the atomic calls.
+ *     its fsync returns, whatever the flags of the atomic calls;
+ *  6. an atomic write over blocks of a that call 1 carried in its record
+ *     and call 5 logged again: it frees them, and the free cancels their
+ *     images in the log (recovery must replay neither over the blocks,
+ *     which are free, nor leave them withheld or leaked).
  * Small changes of few pieces (1 and 3) go straight into new blocks in
  * one transaction, the others through twins; the whole sequence runs
  * again with SX_ATOMIC_TWIN (small changes remapped from twins in one
@@ -23,7 +27,7 @@
  * swap intents.
  * Each call is durable when it returns; the sequence runs again with
  * SX_ATOMIC_NOSYNC and one sx_sync() at the end, so that one force writes
- * the four calls' transactions and data manifest as a group, which the
+ * the calls' transactions and data manifest as a group, which the
  * cuts then tear anywhere (group commit cut mid-group): the files must
  * still show the state after a prefix of the calls, the same for all.
  * The power is cut at every device write of the sequence, the volatile
@@ -47,7 +51,7 @@
 
 #define BS		1024u
 #define NF		4		/* a, b, c, z */
-#define NOPS		5
+#define NOPS		6
 #define OP_PWRITE	5		/* call 5: sx_pwrite() and sx_fsync() */
 #define MAXSZ		(160u * BS)
 
@@ -73,6 +77,7 @@ static const struct rng ops[NOPS][6] = {
 	{ { 2, 5, 10 }, { 0, 47 * BS + 1, 2 * BS }, { 1, 0, 3 } },
 	{ { 1, 10 * BS + 1, 100 * BS } },
 	{ { 0, 12 * BS + 10, 100 } },
+	{ { 0, 11 * BS + 3, 2 * BS } },
 };
 
 static struct state st[NOPS + 1];

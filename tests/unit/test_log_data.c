@@ -222,43 +222,113 @@ static u64 free_blocks(void)
 }
 
 /*
- * A block freed while its image may still be replayed is not given to
- * data until a checkpoint moves the tail past it (metadata may take it:
- * its own image is newer), and nobody writes it in place meanwhile.  The
+ * Fill the filesystem with file "filler" until one block is free (the one
+ * just freed); its descriptor in *@ffd.  Return: the filler's size.
+ */
+static u64 fill_but(int *ffd)
+{
+	u64 fr;
+
+	assert_int_equal(sx_create(mp, "filler", 0644, ffd), 0);
+	fr = free_blocks();
+	assert_int_equal(sx_fallocate(mp, *ffd, 0, (fr - 1) * BS), 0);
+	assert_int_equal(free_blocks(), 1);
+	return (fr - 1) * BS;
+}
+
+/* Whether data allocation hands out block @b now. */
+static bool data_gets(u64 b)
+{
+	struct sx_trans *tp;
+	u64 got = 0;
+	u32 len;
+	int error;
+
+	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
+	error = sx_alloc_data_extent(tp, b, 1, 1, &got, &len);
+	sx_trans_cancel(tp);
+	assert_true(error == 0 || error == -ENOSPC);
+	return error == 0 && got == b;
+}
+
+/*
+ * A block freed while its image may still be replayed, and not cancelled
+ * (its buffer was busy: here the test holds it), is not given to data
+ * until a checkpoint moves the tail past it (metadata may take it: its own
+ * image is newer), and nobody writes it in place meanwhile.  The
  * filesystem is filled first, so that it is the only free block.
  */
 static void test_freed_not_reused(void **state)
 {
-	struct sx_trans *tp;
+	struct sx_buf *bp;
 	u8 buf[BS];
-	u64 b, got, fr;
-	u32 len;
+	u64 b;
 	int ffd;
 
 	awrite(50 * BS, BS, 70, 0);
 	b = phys(50 * BS);
+	bp = sx_buf_trylock_data(mp, b);
+	assert_non_null(bp);
 	awrite(50 * BS, BS, 71, 0);		/* frees b, durably */
+	sx_buf_relse(bp);
 	assert_true(phys(50 * BS) != b);
-	assert_int_equal(sx_create(mp, "filler", 0644, &ffd), 0);
-	fr = free_blocks();
-	assert_int_equal(sx_fallocate(mp, ffd, 0, (fr - 1) * BS), 0);
-	assert_int_equal(free_blocks(), 1);
+	fill_but(&ffd);
 
-	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
-	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), -ENOSPC);
-	sx_trans_cancel(tp);
+	assert_false(data_gets(b));
 	fill(buf, BS, 72);
 	assert_int_equal(sx_file_write_data(mp, b, 1, buf, true), -EFSCORRUPTED);
 
 	assert_int_equal(sx_checkpoint(mp), 0);
-	assert_int_equal(sx_trans_alloc(mp, sx_alloc_res_bytes(mp), 0, &tp), 0);
-	assert_int_equal(sx_alloc_data_extent(tp, b, 1, 1, &got, &len), 0);
-	assert_int_equal(got, b);
-	sx_trans_cancel(tp);
+	assert_true(data_gets(b));
 	assert_int_equal(sx_close(mp, ffd), 0);
 	verify();
 	crash_remount();
 	verify();
+}
+
+/*
+ * Freed by the write that replaces it, a block carried in a record gets a
+ * cancel in that write's transaction: data may take the block as soon as
+ * the free is durable, recovery does not put the old image over what is
+ * written there in place afterwards (the image is still in the log at the
+ * crash), and no checkpoint writes such a block home.
+ */
+static void test_freed_cancelled(void **state)
+{
+	u8 old[BS], buf[BS], got[BS];
+	u64 b, fsz;
+	int ffd;
+
+	awrite(50 * BS, BS, 70, 0);
+	b = phys(50 * BS);
+	awrite(50 * BS, BS, 71, 0);		/* frees b, durably, and cancels its image */
+	assert_true(phys(50 * BS) != b);
+
+	fsz = fill_but(&ffd);
+	assert_true(data_gets(b));
+	/* the filler's next block can only be b: written in place there */
+	fill(buf, BS, 73);
+	assert_int_equal(sx_pwrite(mp, ffd, buf, BS, fsz), (s64)BS);
+	assert_int_equal(sx_fsync(mp, ffd), 0);
+	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
+	assert_memory_equal(got, buf, BS);
+	assert_int_equal(sx_close(mp, ffd), 0);
+	verify();
+	crash_remount();
+	verify();
+	assert_int_equal(sx_open(mp, "filler", &ffd), 0);
+	assert_int_equal(sx_pread(mp, ffd, got, BS, fsz), (s64)BS);
+	assert_memory_equal(got, buf, BS);
+	assert_int_equal(sx_punch(mp, ffd, 0, fsz + BS), 0);
+	assert_int_equal(sx_close(mp, ffd), 0);
+
+	awrite(51 * BS, BS, 74, 0);
+	b = phys(51 * BS);
+	memcpy(old, model + 51 * BS, BS);
+	awrite(51 * BS, BS, 75, 0);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
+	assert_memory_not_equal(got, old, BS);	/* the checkpoint left it alone */
 }
 
 /*
@@ -295,25 +365,52 @@ static void test_metadata_not_data(void **state)
 /*
  * The blocks carried in records stay cached until a checkpoint; past 2 MiB
  * of them the write that adds more runs one, so they never pile up, and
- * the files read back right across those checkpoints and a crash.
+ * the files read back right across those checkpoints and a crash.  Blocks
+ * written over again are cancelled as they are freed, so rewriting a small
+ * file keeps no more cached than the file's blocks and needs no checkpoint.
  */
 static void test_bounded(void **state)
 {
+	const u32 n = 1500;
 	struct sx_log_stats s0, s1;
+	u8 *gmodel = malloc((size_t)n * BS), *got = malloc((size_t)n * BS);
 	u32 i, most = 0;
+	int gfd;
 
+	assert_non_null(gmodel);
+	assert_non_null(got);
 	sx_log_get_stats(mp, &s0);
-	for (i = 0; i < 1500; i++) {
+	for (i = 0; i < n; i++) {
 		awrite((i * 7 % 64) * BS, BS, (u8)i, 0);
 		most = sx_max(most, sx_bcache_data_count(mp));
 	}
 	sx_log_get_stats(mp, &s1);
+	assert_true(most <= 64 + 2);
+	assert_int_equal(s1.ls_checkpoints, s0.ls_checkpoints);
+
+	/* new blocks each time: a second file written block by block */
+	assert_int_equal(sx_create(mp, "g", 0644, &gfd), 0);
+	most = 0;
+	for (i = 0; i < n; i++) {
+		fill(gmodel + (size_t)i * BS, BS, (u8)(i * 3));
+		assert_int_equal(sx_atomic_write(mp, gfd, gmodel + (size_t)i * BS, BS,
+						 (u64)i * BS, 0), 0);
+		most = sx_max(most, sx_bcache_data_count(mp));
+	}
+	sx_log_get_stats(mp, &s0);
 	assert_true(most <= (2u << 20) / BS + 1);
 	assert_true(most > (2u << 20) / BS / 2);
-	assert_true(s1.ls_checkpoints - s0.ls_checkpoints >= 2);
+	assert_true(s0.ls_checkpoints - s1.ls_checkpoints >= 2);
+	assert_int_equal(sx_close(mp, gfd), 0);
 	verify();
 	crash_remount();
 	verify();
+	assert_int_equal(sx_open(mp, "g", &gfd), 0);
+	assert_int_equal(sx_pread(mp, gfd, got, (u64)n * BS, 0), (s64)n * BS);
+	assert_memory_equal(got, gmodel, (size_t)n * BS);
+	assert_int_equal(sx_close(mp, gfd), 0);
+	free(gmodel);
+	free(got);
 }
 
 /* Grow the filler file @ffd (now *@fsize bytes) until @n free blocks are left. */
@@ -544,6 +641,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_checkpoint_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_freed_cancelled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_not_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
