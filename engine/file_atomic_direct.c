@@ -65,13 +65,25 @@
 #define SX_AWD_LOG_BYTES	(16u << 10)
 /*
  * Blocks carried in records stay cached until a checkpoint writes them
- * home and the tail passes them.  Past this many bytes of them, the write
- * that adds more runs that checkpoint: memory stays small and is used
- * again (grown by a block a write, the cache grew the heap by a system
- * call and a page fault a write: 4,479 mprotect() calls in 3,000 writes),
- * and home takes them in a few large writes.
+ * home and the tail passes them (or a later write frees them and cancels
+ * their images).  Past an eighth of the log's size in them, and at least
+ * this many bytes, the write that adds more runs that checkpoint: memory
+ * stays bounded and is used again (grown by a block a write, the cache grew
+ * the heap by a system call and a page fault a write: 4,479 mprotect()
+ * calls in 3,000 writes), and home takes them in a few large writes.  The
+ * log holds every cached block's image anyway, so a larger log affords a
+ * larger cache, in which more blocks are written over (and cancelled)
+ * before any checkpoint writes them: with a 128 MiB log and eight threads
+ * rewriting 1 MiB files each, device writes per update fell from 0.40 to
+ * 0.19 against a fixed 2 MiB.
  */
-#define SX_AWD_LOGGED_MAX	(2u << 20)
+#define SX_AWD_LOGGED_MIN	(2u << 20)
+
+/* Blocks carried in records that may stay cached before a checkpoint. */
+static u64 sx_awd_logged_max(const struct sx_mount *mp)
+{
+	return sx_max((u64)SX_AWD_LOGGED_MIN >> mp->m_blog, (u64)mp->m_sb.sb_logblocks / 8);
+}
 
 /* File blocks [r_fb, +r_nb) of one file, their new contents at r_data. */
 struct sx_awd_run {
@@ -464,7 +476,7 @@ int sx_aw_direct(struct sx_aw *aw, u32 flags)
 	if (!error && !(flags & SX_ATOMIC_NOSYNC))
 		error = sx_log_force_seq(mp, seq, false);
 	/* the write is done: a failed checkpoint has shut the mount down, and says so */
-	if (!error && d.d_logged && sx_bcache_data_count(mp) > (SX_AWD_LOGGED_MAX >> mp->m_blog))
+	if (!error && d.d_logged && sx_bcache_data_count(mp) > sx_awd_logged_max(mp))
 		(void)sx_log_checkpoint(mp);
 	sx_free(d.d_data);
 	sx_free(d.d_runs);

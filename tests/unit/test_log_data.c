@@ -49,9 +49,9 @@ static void fill(u8 *buf, u64 len, u8 seed)
 }
 
 /* A 64-block file, written and durable: "f", its bytes in model[]. */
-static int setup_logsize(u32 logblocks)
+static int setup_logsize(u64 imgsize, u32 logblocks)
 {
-	mem = sxs_mkimg(32 * MIB, BS, logblocks, true);
+	mem = sxs_mkimg(imgsize, BS, logblocks, true);
 	assert_int_equal(sx_crashdev_create(mem, 1, &bd, &cd), 0);
 	mp = sxt_mount(bd);
 	fill(model, FSIZE, 1);
@@ -63,13 +63,19 @@ static int setup_logsize(u32 logblocks)
 
 static int setup(void **state)
 {
-	return setup_logsize(0);
+	return setup_logsize(32 * MIB, 0);
 }
 
 /* A 16 MiB log: room for more than 2 MiB of blocks in records. */
 static int setup_big_log(void **state)
 {
-	return setup_logsize(4096);
+	return setup_logsize(32 * MIB, 4096);
+}
+
+/* A 32 MiB log, whose eighth (4 MiB) is more than the 2 MiB least bound. */
+static int setup_huge_log(void **state)
+{
+	return setup_logsize(64 * MIB, 8192);
 }
 
 static int teardown(void **state)
@@ -363,15 +369,17 @@ static void test_metadata_not_data(void **state)
 }
 
 /*
- * The blocks carried in records stay cached until a checkpoint; past 2 MiB
- * of them the write that adds more runs one, so they never pile up, and
- * the files read back right across those checkpoints and a crash.  Blocks
+ * The blocks carried in records stay cached until a checkpoint; past an
+ * eighth of the log (at least 2 MiB) of them the write that adds more runs
+ * one, so they never pile up, and the files read back right across those
+ * checkpoints and a crash.  Blocks
  * written over again are cancelled as they are freed, so rewriting a small
  * file keeps no more cached than the file's blocks and needs no checkpoint.
  */
 static void test_bounded(void **state)
 {
 	const u32 n = 1500;
+	const u32 bound = sx_max((2u << 20) / BS, mp->m_sb.sb_logblocks / 8);
 	struct sx_log_stats s0, s1;
 	u8 *gmodel = malloc((size_t)n * BS), *got = malloc((size_t)n * BS);
 	u32 i, most = 0;
@@ -398,9 +406,9 @@ static void test_bounded(void **state)
 		most = sx_max(most, sx_bcache_data_count(mp));
 	}
 	sx_log_get_stats(mp, &s0);
-	assert_true(most <= (2u << 20) / BS + 1);
-	assert_true(most > (2u << 20) / BS / 2);
-	assert_true(s0.ls_checkpoints - s1.ls_checkpoints >= 2);
+	assert_true(most <= bound + 1);
+	assert_true(most > bound / 2);
+	assert_true(s0.ls_checkpoints - s1.ls_checkpoints >= n / (bound + 1));
 	assert_int_equal(sx_close(mp, gfd), 0);
 	verify();
 	crash_remount();
@@ -646,6 +654,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup_big_log, teardown),
+		cmocka_unit_test_setup_teardown(test_bounded, setup_huge_log, teardown),
 		cmocka_unit_test(test_checkpoint_faults),
 		cmocka_unit_test_setup_teardown(test_replay_kinds, setup_log, teardown_log),
 	};
