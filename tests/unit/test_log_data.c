@@ -338,6 +338,40 @@ static void test_freed_cancelled(void **state)
 }
 
 /*
+ * sx_trans_stale_data() cancels no more images than asked, nor than the
+ * reservation holds; and a transaction that cancelled some and is then
+ * cancelled itself leaves them live: still cached, still withheld, still
+ * what reads and recovery return.
+ */
+static void test_stale_budget(void **state)
+{
+	struct sx_trans *tp;
+	u64 b, hit;
+
+	awrite(20 * BS, 4 * BS, 80, 0);		/* 16 KiB: carried in the record */
+	b = phys(20 * BS);
+	assert_int_equal(phys(23 * BS), b + 3);
+	assert_true(sx_buf_range_data(mp, b, 4, &hit));
+
+	assert_int_equal(sx_trans_alloc(mp, 4 * sx_trans_stale_bytes(), 0, &tp), 0);
+	assert_int_equal(sx_trans_stale_data(tp, b, 4, 1), 1);
+	assert_int_equal(sx_trans_stale_data(tp, b, 4, 8), 3);
+	assert_int_equal(sx_trans_stale_data(tp, b, 4, 8), 0);
+	sx_trans_cancel(tp);
+
+	assert_int_equal(sx_trans_alloc(mp, 2 * sx_trans_stale_bytes(), 0, &tp), 0);
+	assert_int_equal(sx_trans_stale_data(tp, b, 4, 4), 2);
+	sx_trans_cancel(tp);
+
+	/* all four still live after the cancels */
+	assert_true(sx_buf_range_data(mp, b, 1, &hit));
+	assert_true(sx_buf_range_data(mp, b + 3, 1, &hit));
+	verify();
+	crash_remount();
+	verify();
+}
+
+/*
  * A block cached as live metadata is not file data: asked for it as data
  * (a mapping that points into metadata), the cache refuses rather than
  * hand out, and later log whole, the metadata's buffer as a data block.
@@ -650,6 +684,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overwrite_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_cancelled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_not_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
