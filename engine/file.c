@@ -234,8 +234,16 @@ static int sx_file_fork_free(struct sx_trans **tpp, struct sx_inode *ip)
 	return sx_file_free_blocks(tpp, ip, 0, ~0ull);
 }
 
+/* The reservation of freeing a fork: a file's batches as large as the log allows. */
+static u32 sx_file_fork_free_batch_res(const struct sx_mount *mp, const struct sx_inode *ip)
+{
+	if ((ip->i_mode & SX_IFMT) == SX_IFDIR)
+		return sx_file_fork_free_res(mp, ip);
+	return sx_file_free_batch_res(mp, ip);
+}
+
 const struct sx_inode_ops sx_file_inode_ops = {
-	.iop_free_res	= sx_file_fork_free_res,
+	.iop_free_res	= sx_file_fork_free_batch_res,
 	.iop_free_fork	= sx_file_fork_free,
 };
 

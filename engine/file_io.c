@@ -61,6 +61,7 @@
 #include "dev.h"
 #include "item_refc.h"
 #include "file_io.h"
+#include "fsinfo.h"
 #include <swapext/swapext.h>
 
 /* Blocks one device read or write of file data moves at most. */
@@ -580,7 +581,9 @@ static int sx_io_zero(struct sx_io *io, u64 pos, u64 end)
  * intent (an EFI, or a CUI for a file that may share blocks) logged beside
  * it.  The work of the intent is done by sx_defer_finish() in transactions
  * it rolls into with the reservation of its own step, so it is not
- * counted here.
+ * counted here.  This is the least a transaction of sx_file_free_blocks()
+ * needs (sx_file_res_largest() counts it); sx_file_free_batch_res() asks
+ * for more.
  */
 u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
 {
@@ -591,49 +594,148 @@ u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
 	       sx_inode_res_bytes(mp);
 }
 
+/* Pieces one transaction of sx_file_free_blocks() reserves room for. */
+#define SX_FILE_FREE_BATCH	32
+/* Images still in the log a piece freed directly cancels at most (sx_free_data()). */
+#define SX_FILE_FREE_CANCELS	4
+
+/*
+ * Log bytes of freeing one piece directly: its unmap and one refcount step,
+ * or a free with its cancels.
+ */
+static u32 sx_file_free_piece_res(const struct sx_mount *mp, const struct sx_inode *ip)
+{
+	return sx_bmap_res_bytes(mp, ip) +
+	       sx_max(sx_refcount_res_bytes(mp),
+		      sx_alloc_res_bytes(mp) + SX_FILE_FREE_CANCELS * sx_trans_stale_bytes());
+}
+
+/*
+ * The reservation to start sx_file_free_blocks() with: room for
+ * SX_FILE_FREE_BATCH pieces freed directly, within half the log's largest
+ * record, and never below sx_file_free_res().
+ */
+u32 sx_file_free_batch_res(const struct sx_mount *mp, const struct sx_inode *ip)
+{
+	u32 res = sx_file_free_res(mp, ip) + SX_FILE_FREE_BATCH * sx_file_free_piece_res(mp, ip);
+
+	res = sx_min(res, sx_log_max_trans_bytes(mp) / 2);
+	return sx_max(res, sx_file_free_res(mp, ip));
+}
+
+/*
+ * Free the blocks of the piece @got just unmapped in @tp, directly while
+ * the reservation covers a step and always leaving room for the intent of
+ * the rest, which is queued if any is left (*@queued: the batch ends).
+ */
+static int sx_file_free_piece(struct sx_trans *tp, struct sx_inode *ip,
+			      const struct sx_bmap_irec *got, u32 keep, bool *queued)
+{
+	struct sx_mount *mp = ip->i_mp;
+	u64 bno = got->br_startblock, len = got->br_blockcount, done;
+	int error;
+
+	*queued = false;
+	if (ip->i_flags & SX_DIFLAG_REFLINK) {
+		while (len && sx_trans_space(tp) >= keep + sx_refcount_res_bytes(mp)) {
+			error = sx_refcount_adjust(tp, bno, len, SX_CUI_DECREASE, 1, &done);
+			if (error)
+				return error;
+			if (SX_IS_CORRUPT(mp, done == 0 || done > len))
+				return -EFSCORRUPTED;
+			bno += done;
+			len -= done;
+		}
+		if (!len)
+			return 0;
+		*queued = true;
+		return sx_refcount_decrease_later(tp, bno, len);
+	}
+	if (len <= sx_alloc_max_extent(mp) &&
+	    sx_trans_space(tp) >= keep + sx_alloc_res_bytes(mp) +
+				  SX_FILE_FREE_CANCELS * sx_trans_stale_bytes())
+		return sx_free_data(tp, bno, len, SX_FILE_FREE_CANCELS);
+	*queued = true;
+	return sx_efi_free_later(tp, bno, len);
+}
+
 /*
  * Unmap and free every mapped block of file blocks [@fb, +@nb): a chain
- * of transactions, one mapped piece each; each piece is unmapped in the
- * transaction that logs the intent to free it (or to drop a reference to
- * it, for a file that may share blocks), which is finished before the next.
- * The caller holds the ilock and a transaction of sx_file_free_res().
+ * of transactions, each unmapping as many pieces as its reservation
+ * covers and, in the same transaction, freeing their blocks (or dropping
+ * a reference to them, for a file that may share blocks).  Each
+ * transaction is complete: a crash between two leaves the file with fewer
+ * blocks and every block either mapped or freed.  A piece whose freeing
+ * does not fit what is left of the reservation gets an intent (EFI or
+ * CUI) beside its unmap, finished by the chain before the next batch, as
+ * every piece got before: a piece of many refcount records, or a
+ * transaction of only sx_file_free_res().  For a file of many small
+ * extents (an update's clone) this is a few transactions instead of two
+ * or three per extent.
+ * The caller holds the ilock and a transaction of sx_file_free_res() at
+ * least (sx_file_free_batch_res() to batch).
  */
 int sx_file_free_blocks(struct sx_trans **tpp, struct sx_inode *ip, u64 fb, u64 nb)
 {
+	struct sx_mount *mp = ip->i_mp;
+	u32 piece = sx_file_free_piece_res(mp, ip);
+	/* room kept for the rest's intent and the inode, whatever is done */
+	u32 keep = sx_file_free_res(mp, ip) - sx_bmap_res_bytes(mp, ip);
 	struct sx_bmap_irec got;
+	bool queued = false, hole = false;
+	u32 n;
 	int error;
 
 	ASSERT(sx_mutex_is_held(&ip->i_ilock));
 	if (nb == 0)
 		return 0;
-	for (;;) {
+	while (!hole) {
 		struct sx_buf *bp;
 
 		/* the inode's block first, in each transaction of the chain */
-		error = sx_inode_get_buf(ip->i_mp, *tpp, ip, &bp);
+		error = sx_inode_get_buf(mp, *tpp, ip, &bp);
 		if (error)
 			return error;
-		error = sx_bmap_unmap_one(*tpp, ip, fb, nb, &got);
-		if (error)
-			return error;
-		if (got.br_startblock == SX_HOLE)
-			return 0;
-		if (ip->i_flags & SX_DIFLAG_REFLINK)
-			error = sx_refcount_decrease_later(*tpp, got.br_startblock,
-							   got.br_blockcount);
-		else
-			error = sx_efi_free_later(*tpp, got.br_startblock, got.br_blockcount);
-		if (error)
-			return error;
+		/*
+		 * then, for a file that may share blocks, the fsinfo block,
+		 * before anything of the batch: its refcount steps lock it, and
+		 * an unmap before them may already hold the allocator (a bmbt
+		 * block split or freed), which comes after fsinfo in the lock
+		 * order (fsinfo.h)
+		 */
+		if (ip->i_flags & SX_DIFLAG_REFLINK) {
+			error = sx_fsinfo_get(*tpp, &bp);
+			if (error)
+				return error;
+		}
+		for (n = 0; !queued; n++) {
+			/* the first piece always: the caller reserved for it */
+			if (n && sx_trans_space(*tpp) < keep + piece)
+				break;
+			error = sx_bmap_unmap_one(*tpp, ip, fb, nb, &got);
+			if (error)
+				return error;
+			if (got.br_startblock == SX_HOLE) {
+				hole = true;
+				break;
+			}
+			error = sx_file_free_piece(*tpp, ip, &got, keep, &queued);
+			if (error)
+				return error;
+		}
+		queued = false;
+		if (n == 0)
+			break;
 		sx_file_touch(ip);
 		error = sx_inode_log(*tpp, ip);
 		if (!error)
 			error = sx_defer_finish(tpp);
-		if (!error)
+		if (!error && !hole)
 			error = sx_trans_roll(tpp);
 		if (error)
 			return error;
 	}
+	return 0;
 }
 
 /* sx_file_free_blocks() in a chain of its own, for the data path. */
@@ -655,7 +757,7 @@ static int sx_io_free_blocks(struct sx_io *io, u64 fb, u64 nb)
 	/* (the mapping found may start before @fb: it contains it) */
 	if (error || !found || (got.br_startoff > fb && got.br_startoff - fb >= nb))
 		return error;
-	error = sx_io_trans(io, sx_file_free_res(mp, ip), 0, &tp);
+	error = sx_io_trans(io, sx_file_free_batch_res(mp, ip), 0, &tp);
 	if (error)
 		return error;
 	error = sx_file_free_blocks(&tp, ip, fb, nb);

@@ -24,9 +24,10 @@ int sx_file_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf,
  * file that may share blocks) every mapped block of file blocks
  * [@fb, @fb + @nb) of the regular file @ip
  * @tpp: the caller's transaction, of at least sx_file_free_res() bytes;
- *       rolled once per mapped piece (each a complete step, finished with
- *       its EFI or CUI work); on return a fresh transaction for the caller
- *       to commit, or on error the caller's to cancel (it may be NULL)
+ *       rolled once per batch of mapped pieces (each a complete step, its
+ *       blocks freed in it or by its EFI or CUI work finished after it);
+ *       on return a fresh transaction for the caller to commit, or on
+ *       error the caller's to cancel (it may be NULL)
  *
  * The caller holds @ip's ilock.  Used by truncate/punch and by the freeing
  * of an unlinked inode.
@@ -51,5 +52,7 @@ int sx_file_prepare_grow(struct sx_inode *ip, u64 newsize);
 s64 sx_file_read(struct sx_inode *ip, void *buf, u64 len, u64 off);
 /** sx_file_free_res() - log bytes of one step of sx_file_free_blocks() */
 u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip);
+/** sx_file_free_batch_res() - the reservation that lets sx_file_free_blocks() batch */
+u32 sx_file_free_batch_res(const struct sx_mount *mp, const struct sx_inode *ip);
 
 #endif /* SX_FILE_IO_H */

@@ -41,7 +41,9 @@
 #include "inode.h"
 #include "trans.h"
 #include "defer.h"
+#include "bmap.h"
 #include "item_bmap.h"
+#include "item_efi.h"
 #include "reflink.h"
 #include "mount.h"
 
@@ -217,49 +219,40 @@ static struct sx_inode *g_inode(struct sx_mount *mp, const char *name, int *fdp)
 	return ip;
 }
 
-/* Three inodes in inode-number order: the order their ilocks are taken. */
-static void g_sort3(struct sx_inode **out, struct sx_inode *x, struct sx_inode *y,
-		    struct sx_inode *z)
+/* @n inodes in inode-number order: the order their ilocks are taken. */
+static void g_sort(struct sx_inode **v, u32 n)
 {
-	struct sx_inode *t;
+	u32 i, j;
 
-	out[0] = x;
-	out[1] = y;
-	out[2] = z;
-	if (out[0]->i_ino > out[1]->i_ino) {
-		t = out[0];
-		out[0] = out[1];
-		out[1] = t;
-	}
-	if (out[1]->i_ino > out[2]->i_ino) {
-		t = out[1];
-		out[1] = out[2];
-		out[2] = t;
-	}
-	if (out[0]->i_ino > out[1]->i_ino) {
-		t = out[0];
-		out[0] = out[1];
-		out[1] = t;
-	}
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1]->i_ino > v[j]->i_ino; j--) {
+			struct sx_inode *t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
 }
 
 /*
  * One chain: unmap all of c (a BUI; each piece drops a reference with a
- * CUI, which frees the blocks no other file owns with an EFI), queued in
- * front of a swap of blocks 2..7 of a and b (an SXI, decoded from a log
- * item as recovery does, then run as the front end runs one).  The swap
- * waits behind the unmap's work.  Returns the chain's
- * error (the power cut).
+ * CUI, whose step frees the blocks no other file owns), queued in front
+ * of a swap of blocks 2..7 of a and b (an SXI, decoded from a log item as
+ * recovery does, then run as the front end runs one), and two blocks of
+ * pad unmapped at once with an EFI to free them, as a free that does not
+ * fit its transaction is.  The swap and the free wait behind the unmap's
+ * work.  Returns the chain's error (the power cut).
  */
 static int g_chain(struct sx_mount *mp)
 {
-	struct sx_inode *c, *a, *b, *locked[3];
+	struct sx_inode *c, *a, *b, *pd, *locked[4];
+	struct sx_bmap_irec got;
 	struct sx_dlog_swapext dl;
 	struct sx_swapext_intent si;
 	struct sx_trans *tp;
-	int fc, fa, fb, error, i;
+	int fc, fa, fb, fp, error, i;
 
 	c = g_inode(mp, "c", &fc);
+	pd = g_inode(mp, FFZ_PAD, &fp);
 	a = g_inode(mp, "a", &fa);
 	b = g_inode(mp, "b", &fb);
 	memset(&dl, 0, sizeof(dl));
@@ -284,12 +277,24 @@ static int g_chain(struct sx_mount *mp)
 	sx_ilock_two(a, b, SX_IOLOCK_EXCL);
 	a->i_swap_peer = b;
 	b->i_swap_peer = a;
-	g_sort3(locked, c, a, b);
-	for (i = 0; i < 3; i++)
+	locked[0] = c;
+	locked[1] = a;
+	locked[2] = b;
+	locked[3] = pd;
+	g_sort(locked, 4);
+	for (i = 0; i < 4; i++)
 		sx_ilock(locked[i], SX_ILOCK_EXCL);
 	a->i_swap_ilocked = true;
 	b->i_swap_ilocked = true;
 	error = sx_bmap_unmap_later(tp, c, 0, 14, 0);
+	if (!error)
+		error = sx_bmap_unmap_one(tp, pd, 44, 2, &got);
+	if (!error && got.br_startblock == SX_HOLE)
+		error = -EIO;
+	if (!error)
+		error = sx_efi_free_later(tp, got.br_startblock, got.br_blockcount);
+	if (!error)
+		error = sx_inode_log(tp, pd);
 	if (!error)
 		error = sx_swapext_item_decode(&mp->m_host, &dl, &si);
 	if (!error) {
@@ -307,7 +312,7 @@ static int g_chain(struct sx_mount *mp)
 	error = sx_trans_commit(tp);
 	a->i_swap_ilocked = false;
 	b->i_swap_ilocked = false;
-	for (i = 3; i-- > 0;)
+	for (i = 4; i-- > 0;)
 		sx_iunlock(locked[i], SX_ILOCK_EXCL);
 	a->i_swap_peer = NULL;
 	b->i_swap_peer = NULL;
@@ -315,6 +320,8 @@ static int g_chain(struct sx_mount *mp)
 	sx_irele(c);
 	sx_irele(a);
 	sx_irele(b);
+	sx_irele(pd);
+	sx_close(mp, fp);
 	sx_close(mp, fc);
 	sx_close(mp, fa);
 	sx_close(mp, fb);

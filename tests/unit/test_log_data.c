@@ -338,6 +338,34 @@ static void test_freed_cancelled(void **state)
 }
 
 /*
+ * A punch frees through the batched free of a file's blocks, which cancels
+ * the images of the blocks it frees too: once the punch is durable their
+ * buffers are gone, and the checkpoint after it leaves the blocks alone.
+ */
+static void test_punch_cancels(void **state)
+{
+	u8 old[2 * BS], got[BS];
+	u32 n0;
+	u64 b;
+
+	awrite(30 * BS, 2 * BS, 90, 0);
+	b = phys(30 * BS);
+	memcpy(old, model + 30 * BS, 2 * BS);
+	n0 = sx_bcache_data_count(mp);
+	assert_true(n0 >= 2);
+	assert_int_equal(sx_punch(mp, fd, 30 * BS, 2 * BS), 0);
+	memset(model + 30 * BS, 0, 2 * BS);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	assert_int_equal(sx_bcache_data_count(mp), n0 - 2);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
+	assert_memory_not_equal(got, old, BS);
+	verify();
+	crash_remount();
+	verify();
+}
+
+/*
  * sx_trans_stale_data() cancels no more images than asked, nor than the
  * reservation holds; and a transaction that cancelled some and is then
  * cancelled itself leaves them live: still cached, still withheld, still
@@ -685,6 +713,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_cancelled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_punch_cancels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_not_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),

@@ -646,6 +646,61 @@ static void test_clone_many_extents_batched(void **state)
 	assert_int_equal(sx_close(mp, c), 0);
 }
 
+/*
+ * Freeing a file of N single-block extents takes a few transactions, not
+ * two or three per extent: each unmaps as many pieces as its reservation
+ * covers and frees them (or drops a reference to them) in itself.  Three
+ * kinds: a truncate of a file that shares nothing (plain frees), the last
+ * close of an unlinked clone (references dropped, nothing freed), and a
+ * truncate of a REFLINK file that owns its blocks alone again (freed by
+ * the refcount decrease).  The checker at teardown walks every block.
+ */
+static void test_free_many_extents_batched(void **state)
+{
+	enum { N = 96 };
+	struct sx_log_stats st0, st1;
+	int a = mk("a"), c = mk("c"), b = mk("b");
+	u64 i, free0;
+
+	for (i = 0; i < N; i++) {
+		put(a, i * BS, BS, 1);
+		put(c, i * BS, BS, 2);
+	}
+	for (i = 1; i < N; i++)
+		assert_true(phys(c, i * BS, NULL) != phys(c, (i - 1) * BS, NULL) + 1);
+
+	free0 = sx_alloc_free_blocks(mp);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(sx_truncate(mp, c, 0), 0);
+	sx_log_get_stats(mp, &st1);
+	assert_true(st1.ls_trans - st0.ls_trans <= 2 + N / 8);
+	assert_true(sx_alloc_free_blocks(mp) >= free0 + N);
+
+	assert_int_equal(sx_clone(mp, b, a), 0);
+	assert_int_equal(refc(phys(a, 0, NULL)), 2);
+	assert_int_equal(sx_unlink(mp, "b"), 0);
+	free0 = sx_alloc_free_blocks(mp);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(sx_close(mp, b), 0);
+	sx_log_get_stats(mp, &st1);
+	assert_true(st1.ls_trans - st0.ls_trans <= 2 + N / 8);
+	for (i = 0; i < N; i++)
+		assert_int_equal(refc(phys(a, i * BS, NULL)), 1);
+	assert_true(holds(a, 0, N * BS, 1));
+	/* only the inode and refcount tree blocks came back */
+	assert_true(sx_alloc_free_blocks(mp) < free0 + N);
+
+	free0 = sx_alloc_free_blocks(mp);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(sx_truncate(mp, a, BS), 0);
+	sx_log_get_stats(mp, &st1);
+	assert_true(st1.ls_trans - st0.ls_trans <= 2 + N / 8);
+	assert_true(sx_alloc_free_blocks(mp) >= free0 + N - 1);
+	assert_true(holds(a, 0, BS, 1));
+	assert_int_equal(sx_close(mp, a), 0);
+	assert_int_equal(sx_close(mp, c), 0);
+}
+
 /* Many clone ranges and writes at random against a model of both files. */
 static void test_clone_random(void **state)
 {
@@ -928,6 +983,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_clone_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_many_extents_batched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_many_extents_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_range_shapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_eof, setup, teardown),
