@@ -602,6 +602,24 @@ static void test_clone_unshare_many_precise(void **state)
 }
 
 /*
+ * Write @n blocks to each of @x and @y in turn, so that neither has two
+ * blocks side by side: @n single-block extents each.
+ */
+static void interleave(int x, int y, u64 n)
+{
+	u64 i;
+
+	for (i = 0; i < n; i++) {
+		put(x, i * BS, BS, 1);
+		put(y, i * BS, BS, 2);
+	}
+	for (i = 1; i < n; i++) {
+		assert_true(phys(x, i * BS, NULL) != phys(x, (i - 1) * BS, NULL) + 1);
+		assert_true(phys(y, i * BS, NULL) != phys(y, (i - 1) * BS, NULL) + 1);
+	}
+}
+
+/*
  * A source of N single-block extents (its blocks interleaved with another
  * file's) clones in a few transactions, not three per extent: the
  * destination is a hole, so each transaction raises the refcounts and maps
@@ -614,12 +632,7 @@ static void test_clone_many_extents_batched(void **state)
 	int a = mk("a"), c = mk("c"), b = mk("b");
 	u64 i, pa;
 
-	for (i = 0; i < N; i++) {
-		put(a, i * BS, BS, 1);
-		put(c, i * BS, BS, 2);
-	}
-	for (i = 1; i < N; i++)
-		assert_true(phys(a, i * BS, NULL) != phys(a, (i - 1) * BS, NULL) + 1);
+	interleave(a, c, N);
 	sx_log_get_stats(mp, &st0);
 	assert_int_equal(sx_clone(mp, b, a), 0);
 	sx_log_get_stats(mp, &st1);
@@ -662,13 +675,7 @@ static void test_free_many_extents_batched(void **state)
 	int a = mk("a"), c = mk("c"), b = mk("b");
 	u64 i, free0;
 
-	for (i = 0; i < N; i++) {
-		put(a, i * BS, BS, 1);
-		put(c, i * BS, BS, 2);
-	}
-	for (i = 1; i < N; i++)
-		assert_true(phys(c, i * BS, NULL) != phys(c, (i - 1) * BS, NULL) + 1);
-
+	interleave(a, c, N);
 	free0 = sx_alloc_free_blocks(mp);
 	sx_log_get_stats(mp, &st0);
 	assert_int_equal(sx_truncate(mp, c, 0), 0);
