@@ -25,7 +25,6 @@
  */
 #include "util.h"
 #include "refcount.h"
-#include "item_efi.h"
 #include "btree.h"
 #include "buf.h"
 #include "trans.h"
@@ -567,15 +566,13 @@ static int sx_refc_store(struct sx_btree_cur *cur, struct sx_refc_irec *mid, boo
 
 /*
  * Free [@bno, +@len), whose last owner went away, in the step's own
- * transaction (sx_refcount_res_bytes() counts one extent freed): a
- * freeing of a file of many small extents then costs no EFI step per
- * extent.  What one free cannot take is queued as an EFI.
+ * transaction (sx_refcount_res_bytes() counts one extent freed; the step
+ * cut @len to what one free takes): a freeing of a file of many small
+ * extents then costs no EFI step per extent.  Images of the blocks still
+ * in the log stay withheld: the step reserved no cancels.
  */
 static int sx_refc_free(struct sx_trans *tp, u64 bno, u64 len)
 {
-	if (len > sx_alloc_max_extent(tp->t_mp))
-		return sx_efi_free_later(tp, bno, len);
-	/* images still in the log stay withheld: the step reserved no cancels */
 	return sx_free_data(tp, bno, len, 0);
 }
 

@@ -40,6 +40,14 @@ static int setup(void **state)
 	return 0;
 }
 
+/* 1 KiB blocks: one free takes at most 8,192 of them (sx_alloc_max_extent()). */
+static int setup_small_blocks(void **state)
+{
+	bd = sxt_memfs(32 * MIB, 1024, 0);
+	mp = sxt_mount(bd);
+	return 0;
+}
+
 /* Unmount, and the checker must find nothing wrong. */
 static int teardown(void **state)
 {
@@ -708,6 +716,28 @@ static void test_free_many_extents_batched(void **state)
 	assert_int_equal(sx_close(mp, c), 0);
 }
 
+/*
+ * A mapping longer than one free can take (more blocks than a bitmap block
+ * covers) does not fit the batch: its blocks go through an EFI beside the
+ * unmap, as every piece did before batching, and all come back.
+ */
+static void test_free_long_extent(void **state)
+{
+	u64 max = sx_alloc_max_extent(mp), len = max + max / 4, free0;
+	struct sx_log_stats st0, st1;
+	int f = mk("long");
+
+	free0 = sx_alloc_free_blocks(mp);
+	assert_int_equal(sx_fallocate(mp, f, 0, len * 1024), 0);
+	assert_int_equal(sx_alloc_free_blocks(mp), free0 - len);
+	sx_log_get_stats(mp, &st0);
+	assert_int_equal(sx_truncate(mp, f, 0), 0);
+	sx_log_get_stats(mp, &st1);
+	assert_int_equal(sx_alloc_free_blocks(mp), free0);
+	assert_true(st1.ls_trans - st0.ls_trans >= 2);
+	assert_int_equal(sx_close(mp, f), 0);
+}
+
 /* Many clone ranges and writes at random against a model of both files. */
 static void test_clone_random(void **state)
 {
@@ -991,6 +1021,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clone_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_many_extents_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_many_extents_batched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_long_extent, setup_small_blocks, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_range_shapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clone_eof, setup, teardown),
