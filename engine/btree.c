@@ -1461,6 +1461,26 @@ static bool bt_bad_ptr(const struct sx_mount *mp, u64 ptr, u64 self, bool zero_o
 	return ptr < mp->m_sb.sb_datastart || ptr >= mp->m_sb.sb_dblocks || ptr == self;
 }
 
+/* Each of @n records at @recs valid, and their keys in order. */
+int sx_btree_verify_recs(struct sx_mount *mp, const struct sx_btree_ops *ops, const void *recs,
+			 u64 n)
+{
+	const u8 *rec = recs;
+	u64 i;
+	int error;
+
+	for (i = 0; i < n; i++, rec += ops->bo_recsize) {
+		if (ops->bo_verify_rec) {
+			error = ops->bo_verify_rec(mp, rec);
+			if (error)
+				return error;
+		}
+		if (SX_IS_CORRUPT(mp, i > 0 && ops->bo_key(rec - ops->bo_recsize) > ops->bo_key(rec)))
+			return -EFSCORRUPTED;
+	}
+	return 0;
+}
+
 /* Structure checks of one tree block. */
 int sx_btree_verify_block(struct sx_mount *mp, const void *data, const struct sx_btree_ops *ops)
 {
@@ -1468,7 +1488,6 @@ int sx_btree_verify_block(struct sx_mount *mp, const void *data, const struct sx
 	u32 level = le16_to_cpu(blk->bt_level), n = le16_to_cpu(blk->bt_numrecs), i, nmax;
 	u64 self = le64_to_cpu(blk->bt_hdr.bh_blkno);
 	u64 left = le64_to_cpu(blk->bt_leftsib), right = le64_to_cpu(blk->bt_rightsib);
-	int error;
 
 	if (SX_IS_CORRUPT(mp, le32_to_cpu(blk->bt_hdr.bh_magic) != ops->bo_magic) ||
 	    SX_IS_CORRUPT(mp, level > SX_BTREE_MAXLEVELS - 1) ||
@@ -1479,21 +1498,8 @@ int sx_btree_verify_block(struct sx_mount *mp, const void *data, const struct sx
 	    SX_IS_CORRUPT(mp, left != 0 && left == right) ||
 	    SX_IS_CORRUPT(mp, n == 0 && (level != 0 || left != 0 || right != 0)))
 		return -EFSCORRUPTED;
-	if (level == 0) {
-		for (i = 0; i < n; i++) {
-			const u8 *rec = bt_rec(ops, data, i);
-
-			if (ops->bo_verify_rec) {
-				error = ops->bo_verify_rec(mp, rec);
-				if (error)
-					return error;
-			}
-			if (SX_IS_CORRUPT(mp, i > 0 && ops->bo_key(bt_rec(ops, data, i - 1)) >
-						   ops->bo_key(rec)))
-				return -EFSCORRUPTED;
-		}
-		return 0;
-	}
+	if (level == 0)
+		return sx_btree_verify_recs(mp, ops, bt_rec(ops, data, 0), n);
 	nmax = sx_btree_maxrecs(mp, ops, false);
 	for (i = 0; i < n; i++) {
 		if (SX_IS_CORRUPT(mp, i > 0 && le64_to_cpu(*bt_keyp(data, i - 1)) >

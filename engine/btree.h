@@ -128,6 +128,12 @@ u32 sx_btree_maxrecs(const struct sx_mount *mp, const struct sx_btree_ops *ops, 
  * most SX_BTREE_MAXLEVELS
  */
 u32 sx_btree_max_levels(const struct sx_mount *mp, const struct sx_btree_ops *ops, u64 nrecs);
+/**
+ * sx_btree_verify_recs() - @n records at @recs each valid (bo_verify_rec) and
+ * in key order: a leaf's, or an inode's inline fork's
+ */
+int sx_btree_verify_recs(struct sx_mount *mp, const struct sx_btree_ops *ops, const void *recs,
+			 u64 n);
 /** sx_btree_verify_block() - structure checks of a tree block (for bo_verify) */
 int sx_btree_verify_block(struct sx_mount *mp, const void *data, const struct sx_btree_ops *ops);
 /**

@@ -179,41 +179,19 @@ static void fork_relse(struct sx_fork_cur *fc, struct sx_buf *bp)
 }
 
 /*
- * The inode block, with the inline records checked: no more than fit,
- * each one valid, in key order.
+ * The inode block of an inline fork of no more records than fit.  The
+ * records themselves were checked as the block was read (sx_inode_verify(),
+ * as a leaf's are), and are again before it is written: checked at every
+ * lookup instead, a fork of a hundred extents was walked whole by each one.
  */
 static int fork_inline_buf(struct sx_fork_cur *fc, struct sx_buf **bpp)
 {
 	struct sx_inode *ip = fc->fc_ip;
 	struct sx_mount *mp = ip->i_mp;
-	const struct sx_btree_ops *bops = fc->fc_ops->fo_btree;
-	struct sx_buf *bp;
-	u64 i, n = ip->i_nrecs;
-	int error;
 
-	if (SX_IS_CORRUPT(mp, n > sx_fork_inline_max(mp, fc->fc_ops)))
+	if (SX_IS_CORRUPT(mp, ip->i_nrecs > sx_fork_inline_max(mp, fc->fc_ops)))
 		return -EFSCORRUPTED;
-	error = sx_inode_get_buf(mp, fc->fc_tp, ip, &bp);
-	if (error)
-		return error;
-	for (i = 0; i < n; i++) {
-		if (bops->bo_verify_rec) {
-			error = bops->bo_verify_rec(mp, fork_rec(fc, bp->b_data, i));
-			if (error)
-				goto out_relse;
-		}
-		if (SX_IS_CORRUPT(mp, i > 0 && fork_key(fc, bp->b_data, i - 1) >
-					   fork_key(fc, bp->b_data, i))) {
-			error = -EFSCORRUPTED;
-			goto out_relse;
-		}
-	}
-	*bpp = bp;
-	return 0;
-
-out_relse:
-	fork_relse(fc, bp);
-	return error;
+	return sx_inode_get_buf(mp, fc->fc_tp, ip, bpp);
 }
 
 /* First inline index whose key is >= @key (@upper: > @key). */

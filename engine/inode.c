@@ -44,6 +44,9 @@
 #include "alloc.h"
 #include "mount.h"
 #include "dev.h"
+#include "btree.h"
+#include "bmap.h"
+#include "dir.h"
 
 /* Hash chains of the inode cache (a power of two). */
 #define SX_ICACHE_BUCKETS	1024
@@ -87,8 +90,11 @@ static u32 ino_inline_max(const struct sx_mount *mp, u16 mode)
 	return (u32)(SX_FORK_BYTES(mp->m_bsize) / recsize);
 }
 
-/* Structure checks of an inode block (after magic, CRC, blkno, uuid, owner). */
-static int sx_inode_verify(struct sx_mount *mp, const void *data)
+/*
+ * Structure checks of an inode block (after magic, CRC, blkno, uuid,
+ * owner), all but those of its inline records.
+ */
+static int sx_inode_verify_core(struct sx_mount *mp, const void *data)
 {
 	const struct sx_dinode *di = data;
 	u64 ino = le64_to_cpu(di->di_hdr.bh_blkno);
@@ -128,6 +134,24 @@ static int sx_inode_verify(struct sx_mount *mp, const void *data)
 	return 0;
 }
 
+/*
+ * Every check of an inode block, its inline records included: those are
+ * checked as the block is read or written, as a B+tree leaf's are, and the
+ * fork's lookups trust them.
+ */
+static int sx_inode_verify(struct sx_mount *mp, const void *data)
+{
+	const struct sx_dinode *di = data;
+	u16 mode = le16_to_cpu(di->di_mode);
+	int error;
+
+	error = sx_inode_verify_core(mp, data);
+	if (error || le16_to_cpu(di->di_format) != SX_DIF_INLINE)
+		return error;
+	return sx_btree_verify_recs(mp, (mode & SX_IFMT) == SX_IFDIR ? &sx_dirbt_ops : &sx_bmbt_ops,
+				    (const u8 *)data + SX_DINODE_CORE, le64_to_cpu(di->di_nrecs));
+}
+
 static void sx_inode_buf_cancel(struct sx_mount *mp, struct sx_buf *bp);
 
 const struct sx_buf_ops sx_inode_buf_ops = {
@@ -135,6 +159,12 @@ const struct sx_buf_ops sx_inode_buf_ops = {
 	.bo_magic = SX_INODE_MAGIC,
 	.bo_verify = sx_inode_verify,
 	.bo_cancel = sx_inode_buf_cancel,
+};
+
+const struct sx_buf_ops sx_inode_core_buf_ops = {
+	.bo_name = "inode",
+	.bo_magic = SX_INODE_MAGIC,
+	.bo_verify = sx_inode_verify_core,
 };
 
 /*

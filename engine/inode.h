@@ -151,6 +151,11 @@ int sx_inode_get_buf(struct sx_mount *mp, struct sx_trans *tp, struct sx_inode *
 
 /** sx_inode_buf_ops - verifier of inode blocks */
 extern const struct sx_buf_ops sx_inode_buf_ops;
+/**
+ * sx_inode_core_buf_ops - the same checks but those of the inline records,
+ * for the checker, which reports each bad record itself
+ */
+extern const struct sx_buf_ops sx_inode_core_buf_ops;
 
 /**
  * sx_icache_range_has() - whether an inode numbered in [@ino, +@len) is

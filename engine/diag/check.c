@@ -883,7 +883,7 @@ static int ck_fsinfo(struct sx_checker *ck, const struct sx_sb *sb)
 	icount = le64_to_cpu(fi->fi_icount);
 	cur = le64_to_cpu(fi->fi_unlinked);
 
-	if (ck_meta_block(ck, sb, buf, root, &sx_inode_buf_ops, root, "root directory inode")) {
+	if (ck_meta_block(ck, sb, buf, root, &sx_inode_core_buf_ops, root, "root directory inode")) {
 		di = (const void *)buf;
 		if ((le16_to_cpu(di->di_mode) & SX_IFMT) != SX_IFDIR)
 			sx_check_problem(ck, "root inode %llu is not a directory (mode 0%o)",
@@ -901,7 +901,7 @@ static int ck_fsinfo(struct sx_checker *ck, const struct sx_sb *sb)
 		if (cur == root)
 			sx_check_problem(ck, "unlinked list: holds the root inode %llu", (sx_ull)root);
 		snprintf(what, sizeof(what), "unlinked list entry %llu", (sx_ull)n);
-		if (!ck_meta_block(ck, sb, buf, cur, &sx_inode_buf_ops, cur, what))
+		if (!ck_meta_block(ck, sb, buf, cur, &sx_inode_core_buf_ops, cur, what))
 			break;
 		di = (const void *)buf;
 		if (le32_to_cpu(di->di_nlink) != 0)

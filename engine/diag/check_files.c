@@ -291,7 +291,7 @@ static void ck_walk_inode(struct ck_usage *cu, u64 ino, struct ck_names *cn, u32
 		return;
 	}
 	if (!ck_claim_meta(cu, ino, "inode", ino) ||
-	    !ck_read_meta(cu, ino, &sx_inode_buf_ops, ino, "inode"))
+	    !ck_read_meta(cu, ino, &sx_inode_core_buf_ops, ino, "inode"))
 		return;
 	cu->cu_inodes++;
 	*next = le64_to_cpu(di->di_next_unlinked);

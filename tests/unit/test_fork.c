@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Inode fork tests, on a test record type of the extent record's size:
+ * Inode fork tests, on a test record type laid out as an extent record:
  * the inline <-> B+tree transition in both directions a hundred times over
  * (insert to the inline maximum + 1, delete to half of it), contents,
  * format, block count and the on-disk inode checked after every step, and
@@ -21,16 +21,32 @@
 #define MIB		(1ull << 20)
 #define TFK_MAGIC	0x4b465854u	/* "TXFK" */
 
-/* A test record, as large as an extent record; chk ties the fields together. */
+/*
+ * A test record laid out as an extent record, and a valid one: the inode
+ * block verifier checks a regular file's inline records as extents.  Its
+ * length ties the key and the block together, which the test's own
+ * verifier checks.
+ */
 struct frec {
 	__le64	key;
-	__le64	val;
-	__le64	chk;
+	__le64	blk;
+	__le32	len;
+	__le32	flags;
 };
 
-static u64 fchk(u64 key, u64 val)
+/* Blocks of the data area the records point at: [tfk_base, +tfk_span) */
+static u64 tfk_base, tfk_span;
+
+/* Records name blocks of @mp's data area. */
+static void tfk_setup(struct sx_mount *mp)
 {
-	return (key * 31 + val) ^ 0x5a5a5a5a5a5a5a5aull;
+	tfk_base = mp->m_sb.sb_datastart;
+	tfk_span = mp->m_sb.sb_dblocks - tfk_base - 64;
+}
+
+static u32 fchk(u64 key, u64 blk)
+{
+	return 1 + (u32)(((key * 31 + blk) ^ 0x5a5a5a5a5a5a5a5aull) % 64);
 }
 
 static u64 frec_key(const void *rec)
@@ -42,8 +58,9 @@ static int frec_verify(struct sx_mount *mp, const void *rec)
 {
 	const struct frec *r = rec;
 
-	if (SX_IS_CORRUPT(mp, le64_to_cpu(r->chk) !=
-			  fchk(le64_to_cpu(r->key), le64_to_cpu(r->val))))
+	if (SX_IS_CORRUPT(mp, le32_to_cpu(r->len) !=
+			  fchk(le64_to_cpu(r->key), le64_to_cpu(r->blk))) ||
+	    SX_IS_CORRUPT(mp, r->flags != 0))
 		return -EFSCORRUPTED;
 	return 0;
 }
@@ -78,9 +95,12 @@ static const struct sx_fork_ops tfk_ops = {
 
 static void mkfrec(struct frec *r, u64 key, u64 val)
 {
+	u64 blk = tfk_base + val % tfk_span;
+
 	r->key = cpu_to_le64(key);
-	r->val = cpu_to_le64(val);
-	r->chk = cpu_to_le64(fchk(key, val));
+	r->blk = cpu_to_le64(blk);
+	r->len = cpu_to_le32(fchk(key, blk));
+	r->flags = 0;
 }
 
 /* The model: records sorted by (key, insertion order). */
@@ -329,13 +349,15 @@ static void transitions(u32 bsize)
 {
 	struct sx_bdev *bd = sxt_memfs(64 * MIB, bsize, 0);
 	struct sx_mount *mp = sxt_mount(bd);
-	struct sx_inode *ip = new_inode(mp);
+	struct sx_inode *ip;
 	u32 max = sx_fork_inline_max(mp, &tfk_ops);
 	u32 leaf = sx_btree_maxrecs(mp, &tfk_btree_ops, true);
 	struct fmodel m = { 0 };
 	u64 rs = 0x243f6a8885a308d3ull ^ bsize, free0, top;
 	u32 cycle, to_btree = 0, to_inline = 0;
 
+	tfk_setup(mp);
+	ip = new_inode(mp);
 	m.nextval = 1;
 	free0 = sx_alloc_free_blocks(mp);
 	check_fork(ip, &m, 0);
@@ -404,16 +426,19 @@ static void test_update_free_all(void **state)
 {
 	struct sx_bdev *bd = sxt_memfs(64 * MIB, 4096, 0);
 	struct sx_mount *mp = sxt_mount(bd);
-	struct sx_inode *ip = new_inode(mp);
+	struct sx_inode *ip;
 	u32 max = sx_fork_inline_max(mp, &tfk_ops);
 	struct fmodel m = { 0 };
 	struct sx_fork_cur fc;
 	struct sx_trans *tp;
 	struct frec r, got;
-	u64 free0 = sx_alloc_free_blocks(mp), i, target;
+	u64 free0, i, target;
 	bool found;
 	int form;
 
+	tfk_setup(mp);
+	ip = new_inode(mp);
+	free0 = sx_alloc_free_blocks(mp);
 	m.nextval = 1;
 	for (form = 0; form < 2; form++) {
 		target = form ? (u64)max * 3 : max;

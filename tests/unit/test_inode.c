@@ -410,6 +410,124 @@ static void test_inode_verifier(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/* Inline records of a file: extent @i of inode block image @blk. */
+static struct sx_dbmap_rec *inline_ext(u8 *blk, u32 i)
+{
+	return (struct sx_dbmap_rec *)(blk + SX_DINODE_CORE) + i;
+}
+
+/* Inline records of a directory: entry @i of inode block image @blk. */
+static struct sx_ddir_rec *inline_dirent(u8 *blk, u32 i)
+{
+	return (struct sx_ddir_rec *)(blk + SX_DINODE_CORE) + i;
+}
+
+/* A copy of @bd with block @ino replaced by @blk, resealed. */
+static struct sx_bdev *copy_with(struct sx_bdev *bd, u64 ino, u8 *blk)
+{
+	struct sx_bdev *copy = sxt_bdev_copy(bd);
+
+	reseal(blk);
+	sxt_bdev_poke(copy, ino * BS, blk, BS);
+	return copy;
+}
+
+/*
+ * The records of an inline fork are checked as the inode block is read,
+ * as a B+tree leaf's are: a bad extent or directory entry makes sx_iget()
+ * fail, not the first lookup that happens to walk the fork.  (Lookups
+ * trust what the read checked: a fork of a hundred extents was walked
+ * whole by every one of them.)
+ */
+static void test_inline_records_verified(void **state)
+{
+	struct sx_bdev *bd = newfs(), *copy;
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_inode *ip;
+	struct sx_stat st;
+	u8 good[BS], dgood[BS], blk[BS], buf[BS];
+	u64 ino, root = mp->m_rootino;
+	u32 i;
+	int fd;
+
+	/* three extents with holes between them, and a few names in the root */
+	memset(buf, 0x3c, sizeof(buf));
+	assert_int_equal(sx_create(mp, "f", 0644, &fd), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(sx_pwrite(mp, fd, buf, BS, (u64)i * 4 * BS), (s64)BS);
+	assert_int_equal(sx_fstat(mp, fd, &st), 0);
+	ino = st.st_ino;
+	assert_int_equal(sx_close(mp, fd), 0);
+	for (i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%u", i);
+		assert_int_equal(sx_create(mp, name, 0644, &fd), 0);
+		assert_int_equal(sx_close(mp, fd), 0);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+	sxt_bdev_peek(bd, ino * BS, good, BS);
+	sxt_bdev_peek(bd, root * BS, dgood, BS);
+	assert_int_equal(le16_to_cpu(((struct sx_dinode *)good)->di_format), SX_DIF_INLINE);
+	assert_int_equal(le64_to_cpu(((struct sx_dinode *)good)->di_nrecs), 3);
+	assert_int_equal(le16_to_cpu(((struct sx_dinode *)dgood)->di_format), SX_DIF_INLINE);
+	assert_true(le64_to_cpu(((struct sx_dinode *)dgood)->di_nrecs) >= 4);
+
+	for (i = 0; i < 6; i++) {
+		memcpy(blk, good, BS);
+		switch (i) {
+		case 0:		/* an extent outside the data area */
+			inline_ext(blk, 1)->br_startblock = cpu_to_le64(1);
+			break;
+		case 1:		/* an empty extent */
+			inline_ext(blk, 2)->br_blockcount = 0;
+			break;
+		case 2:		/* a flag no version defines */
+			inline_ext(blk, 0)->br_flags = cpu_to_le32(1u << 7);
+			break;
+		case 3:		/* extents out of key order */
+			inline_ext(blk, 0)->br_startoff = cpu_to_le64(100);
+			break;
+		case 4:		/* an extent running off the device */
+			inline_ext(blk, 2)->br_blockcount = cpu_to_le32(1u << 20);
+			break;
+		case 5:		/* an extent whose end wraps */
+			inline_ext(blk, 2)->br_startoff = cpu_to_le64(~0ull);
+			break;
+		}
+		copy = copy_with(bd, ino, blk);
+		mp = sxt_mount(copy);
+		if (sx_iget(mp, ino, 0, &ip) != -EFSCORRUPTED)
+			fail_msg("inline extent corruption %u was not refused by the read", i);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(copy);
+	}
+
+	/* the root's entries: one naming no inode, one whose name is not its hash */
+	for (i = 0; i < 2; i++) {
+		memcpy(blk, dgood, BS);
+		if (i == 0)
+			inline_dirent(blk, 1)->de_ino = cpu_to_le64(1);
+		else
+			inline_dirent(blk, 2)->de_name[0] ^= 0x20;
+		copy = copy_with(bd, root, blk);
+		mp = sxt_mount(copy);
+		if (sx_iget(mp, root, 0, &ip) != -EFSCORRUPTED)
+			fail_msg("inline entry corruption %u was not refused by the read", i);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(copy);
+	}
+
+	/* and the good blocks pass */
+	mp = sxt_mount(bd);
+	assert_int_equal(sx_iget(mp, ino, 0, &ip), 0);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_iget(mp, root, 0, &ip), 0);
+	assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 struct fcorrupt {
 	const char	*what;
 	void		(*fn)(struct sx_dfsinfo *fi, const struct sx_sb *sb);
@@ -1027,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_inode_verifier),
 		cmocka_unit_test(test_fsinfo_verifier),
 		cmocka_unit_test(test_check_root),
+		cmocka_unit_test(test_inline_records_verified),
 		cmocka_unit_test(test_rcu_lookup_threads),
 		cmocka_unit_test(test_lock_two),
 		cmocka_unit_test(test_unlinked_list),
