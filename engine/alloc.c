@@ -106,18 +106,6 @@ static inline u64 bm_mask(u32 lo, u32 hi)
 	return m & ~((1ull << lo) - 1);
 }
 
-/*
- * Population count without __builtin_popcountll, which becomes a libgcc call
- * that a kernel module cannot link.
- */
-static inline u32 bm_popcount(u64 x)
-{
-	x = x - ((x >> 1) & 0x5555555555555555ull);
-	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (u32)((x * 0x0101010101010101ull) >> 56);
-}
-
 /* Count the set bits among bits [start, end) of a block. */
 static u64 bm_count_set(const u8 *bits, u64 start, u64 end)
 {
@@ -128,7 +116,7 @@ static u64 bm_count_set(const u8 *bits, u64 start, u64 end)
 		u32 hi = (end - (start - lo)) >= 64 ? 64 : (u32)(end - (start - lo));
 
 		wi = start / 64;
-		n += bm_popcount(bm_load(bits, wi) & bm_mask(lo, hi));
+		n += sx_popcount64(bm_load(bits, wi) & bm_mask(lo, hi));
 		start = start - lo + hi;
 	}
 	return n;

@@ -171,24 +171,27 @@ int sx_trans_get_buf(struct sx_trans *tp, u64 blkno, const struct sx_buf_ops *op
 	return 0;
 }
 
-/* Count the dirty chunks and their runs in a buffer's log map. */
+/*
+ * Count the dirty chunks and their runs in a buffer's log map, a word at a
+ * time (every logged change recounts it): a run starts at each set bit
+ * whose lower neighbour, in this word or the last bit of the one before,
+ * is clear.
+ */
 static void sx_buf_map_count(const struct sx_buf *bp, u32 nchunks, u32 *chunks,
 			     u32 *runs)
 {
-	bool prev = false;
-	u32 i;
+	u64 carry = 0, m;
+	u32 w;
 
 	*chunks = 0;
 	*runs = 0;
-	for (i = 0; i < nchunks; i++) {
-		bool set = (bp->b_logmap[i / 64] >> (i % 64)) & 1;
-
-		if (set) {
-			(*chunks)++;
-			if (!prev)
-				(*runs)++;
-		}
-		prev = set;
+	for (w = 0; w * 64 < nchunks; w++) {
+		m = bp->b_logmap[w];
+		if (nchunks - w * 64 < 64)
+			m &= (1ull << (nchunks - w * 64)) - 1;
+		*chunks += sx_popcount64(m);
+		*runs += sx_popcount64(m & ~((m << 1) | carry));
+		carry = m >> 63;
 	}
 }
 

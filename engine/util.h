@@ -13,6 +13,18 @@ struct sx_mount;
 
 #define sx_min(a, b)	((a) < (b) ? (a) : (b))
 #define sx_max(a, b)	((a) > (b) ? (a) : (b))
+
+/*
+ * Population count without __builtin_popcountll, which becomes a libgcc call
+ * that a kernel module cannot link.
+ */
+static inline u32 sx_popcount64(u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (u32)((x * 0x0101010101010101ull) >> 56);
+}
 #define sx_roundup(x, y)	((((x) + (y) - 1) / (y)) * (y))
 #define sx_howmany(x, y)	(((x) + (y) - 1) / (y))
 #define sx_is_pow2(x)	((x) != 0 && ((x) & ((x) - 1)) == 0)

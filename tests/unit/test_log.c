@@ -50,6 +50,65 @@ static s64 disk_gen(struct sx_bdev *bd, u32 bsize, u64 blkno)
 	return gen;
 }
 
+/*
+ * What a transaction charges for a logged block follows the chunks its
+ * regions cover: a header, one region per run of dirty chunks and the
+ * chunks themselves, never more than the whole block.  Random regions on
+ * 512-byte (4 chunks), 4 KiB (32) and 16 KiB (128: runs across words of
+ * the chunk map) blocks, the charge checked against a count made chunk by
+ * chunk after each one.
+ */
+static void log_buf_charge(u32 bsize, u64 seed)
+{
+	struct sx_bdev *bd = sxt_memfs(16 * MIB, bsize, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	u32 nchunks = bsize / SX_BUF_CHUNK, round, k;
+	u64 b = data0(mp), rs = seed;
+	bool dirty[128];
+
+	put_tblock(mp, b, 1, 0);
+	for (round = 0; round < 40; round++) {
+		struct sx_trans *tp;
+		struct sx_buf *bp;
+		u32 base;
+
+		memset(dirty, 0, sizeof(dirty));
+		assert_int_equal(sx_trans_alloc(mp, 2 * sx_trans_buf_bytes(mp), 0, &tp), 0);
+		assert_int_equal(sx_trans_read_buf(tp, b, &sxt_tblock_ops, 0, &bp), 0);
+		base = tp->t_bytes;	/* the transaction's own ops */
+		for (k = 0; k < 1 + round % 9; k++) {
+			u32 first = (u32)(sxt_rand(&rs) % bsize);
+			u32 len = 1 + (u32)(sxt_rand(&rs) % (round % 3 ? 300 : bsize / 3));
+			u32 last = first + len - 1 < bsize ? first + len - 1 : bsize - 1;
+			u32 i, chunks = 0, runs = 0, want;
+
+			assert_int_equal(sx_trans_log_buf(tp, bp, first, last), 0);
+			for (i = first / SX_BUF_CHUNK; i <= last / SX_BUF_CHUNK; i++)
+				dirty[i] = true;
+			for (i = 0; i < nchunks; i++) {
+				chunks += dirty[i];
+				runs += dirty[i] && (i == 0 || !dirty[i - 1]);
+			}
+			want = sx_trans_op_bytes((u32)(sizeof(struct sx_dlog_buf) +
+						       runs * sizeof(struct sx_dlog_region) +
+						       chunks * SX_BUF_CHUNK));
+			if (want > sx_trans_buf_bytes(mp))
+				want = sx_trans_buf_bytes(mp);
+			assert_int_equal(tp->t_bytes - base, want);
+		}
+		sx_trans_cancel(tp);
+	}
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+static void test_log_buf_charge(void **state)
+{
+	log_buf_charge(512, 11);
+	log_buf_charge(4096, 12);
+	log_buf_charge(16384, 13);
+}
+
 /* Committed and forced changes survive a crash right after the force. */
 static void test_force_then_crash(void **state)
 {
@@ -1048,6 +1107,7 @@ static void test_force_gathers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log_buf_charge),
 		cmocka_unit_test(test_force_then_crash),
 		cmocka_unit_test(test_unforced_lost),
 		cmocka_unit_test(test_cancel_restores),
