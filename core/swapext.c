@@ -45,7 +45,7 @@ static bool sx_swapext_direct(const struct sx_hinode *ip)
  * walk goes on, and a host that reads several mappings in one lookup
  * (ho_read_mappings) saves a lookup of its mapping structure per piece.
  */
-#define SX_SWAPEXT_READAHEAD	8
+#define SX_SWAPEXT_READAHEAD	16
 
 struct sx_swapext_rcur {
 	struct sx_hinode *rc_ip;
