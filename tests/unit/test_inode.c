@@ -422,14 +422,23 @@ static struct sx_ddir_rec *inline_dirent(u8 *blk, u32 i)
 	return (struct sx_ddir_rec *)(blk + SX_DINODE_CORE) + i;
 }
 
-/* A copy of @bd with block @ino replaced by @blk, resealed. */
-static struct sx_bdev *copy_with(struct sx_bdev *bd, u64 ino, u8 *blk)
+/* What sx_iget(@ino) returns on a copy of @bd whose block @ino is @blk, resealed. */
+static int iget_with(struct sx_bdev *bd, u64 ino, u8 *blk)
 {
 	struct sx_bdev *copy = sxt_bdev_copy(bd);
+	struct sx_mount *mp;
+	struct sx_inode *ip;
+	int error;
 
 	reseal(blk);
 	sxt_bdev_poke(copy, ino * BS, blk, BS);
-	return copy;
+	mp = sxt_mount(copy);
+	error = sx_iget(mp, ino, 0, &ip);
+	if (!error)
+		assert_int_equal(sx_irele(ip), 0);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(copy);
+	return error;
 }
 
 /*
@@ -441,7 +450,7 @@ static struct sx_bdev *copy_with(struct sx_bdev *bd, u64 ino, u8 *blk)
  */
 static void test_inline_records_verified(void **state)
 {
-	struct sx_bdev *bd = newfs(), *copy;
+	struct sx_bdev *bd = newfs();
 	struct sx_mount *mp = sxt_mount(bd);
 	struct sx_inode *ip;
 	struct sx_stat st;
@@ -495,12 +504,8 @@ static void test_inline_records_verified(void **state)
 			inline_ext(blk, 2)->br_startoff = cpu_to_le64(~0ull);
 			break;
 		}
-		copy = copy_with(bd, ino, blk);
-		mp = sxt_mount(copy);
-		if (sx_iget(mp, ino, 0, &ip) != -EFSCORRUPTED)
+		if (iget_with(bd, ino, blk) != -EFSCORRUPTED)
 			fail_msg("inline extent corruption %u was not refused by the read", i);
-		assert_int_equal(sx_unmount(mp), 0);
-		sx_bdev_destroy(copy);
 	}
 
 	/* the root's entries: one naming no inode, one whose name is not its hash */
@@ -510,12 +515,8 @@ static void test_inline_records_verified(void **state)
 			inline_dirent(blk, 1)->de_ino = cpu_to_le64(1);
 		else
 			inline_dirent(blk, 2)->de_name[0] ^= 0x20;
-		copy = copy_with(bd, root, blk);
-		mp = sxt_mount(copy);
-		if (sx_iget(mp, root, 0, &ip) != -EFSCORRUPTED)
+		if (iget_with(bd, root, blk) != -EFSCORRUPTED)
 			fail_msg("inline entry corruption %u was not refused by the read", i);
-		assert_int_equal(sx_unmount(mp), 0);
-		sx_bdev_destroy(copy);
 	}
 
 	/* and the good blocks pass */
