@@ -159,9 +159,10 @@ struct sx_log {
 	u64		l_cil_last_tid;	/* the largest id the queue has given the log */
 	u64		l_commit_seq;	/* transactions queued so far */
 	/*
-	 * Of those, how many a force made durable: set under l_lock and
-	 * l_wait_lock both, read without a lock.  l_wait_lock, not the busy
-	 * l_lock, is what the callers of sx_log_force_seq() sleep under.
+	 * Of those, how many a force made durable: set under l_wait_lock once
+	 * the force's completion work is done, read without a lock.
+	 * l_wait_lock, not the busy l_lock, is what the callers of
+	 * sx_log_force_seq() sleep under.
 	 */
 	struct sx_atomic64 l_durable_seq;
 	struct sx_mutex	l_wait_lock;
