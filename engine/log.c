@@ -682,17 +682,42 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 static int sx_log_flush_data(struct sx_mount *mp, bool always)
 {
 	struct sx_log *log = mp->m_log;
+	u64 gen;
 	int error;
 
-	if (sx_atomic_cmpxchg(&log->l_data_dirty, 1, 0) != 1 && !always)
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
+	/* the count moves with the dirty flag: see sx_log_flush_wanted() */
+	sx_mutex_lock(&log->l_wait_lock);
+	if (sx_atomic_cmpxchg(&log->l_data_dirty, 1, 0) != 1 && !always) {
+		sx_mutex_unlock(&log->l_wait_lock);
 		return 0;
+	}
+	gen = ++log->l_flush_begun;
+	sx_mutex_unlock(&log->l_wait_lock);
 	sx_atomic_set(&log->l_data_inplace, 0);
 	error = sx_dev_flush(mp);
 	if (error) {
 		sx_atomic_set(&log->l_data_dirty, 1);
 		sx_atomic_set(&log->l_data_inplace, 1);
+		return error;
 	}
-	return error;
+	sx_mutex_lock(&log->l_wait_lock);
+	log->l_flush_done = gen;
+	sx_mutex_unlock(&log->l_wait_lock);
+	return 0;
+}
+
+/*
+ * The flush a caller that needs the data it wrote in place durable waits
+ * for (l_wait_lock held).  Its writes set l_data_dirty after the device
+ * took them; a flush clears the flag as it begins, under l_wait_lock.  So
+ * if the flag is clear, a flush begun since covers them (the last one
+ * begun, or one before it); if it is set, the next one to begin will.
+ */
+static u64 sx_log_flush_wanted(struct sx_log *log)
+{
+	ASSERT(sx_mutex_is_held(&log->l_wait_lock));
+	return log->l_flush_begun + (sx_atomic_read(&log->l_data_dirty) ? 1 : 0);
 }
 
 /* Bytes of the manifest op of the force (l_mf_flight), header included. */
@@ -938,67 +963,66 @@ static void sx_log_gather(struct sx_mount *mp)
  * commit): a force takes everything queued, and a caller whose
  * transactions a force covered writes and flushes nothing.
  *
- * Callers that need no data flush elect a leader under l_wait_lock: one
- * of them forces (l_leading), the others sleep on l_forced until the log
- * is durable far enough for them, or until the leader is done and one of
+ * Callers elect a leader under l_wait_lock: one of them forces
+ * (l_leading), the others sleep on l_forced until the log is durable far
+ * enough for them and, with @data, until a flush that covers their data
+ * is done (sx_log_flush_wanted()), or until the leader is done and one of
  * them must lead the next force.  Waiting for the force lock instead
  * would serve them one at a time as the lock passes, and a thread with a
  * newer commit could start the next force in between: a caller the last
  * force covered would wait for that one too, and every group would
- * shrink to the thread that leads it.  A new leader first waits a little
- * for the others to commit too (sx_log_gather()).  Callers that need the data flush
- * (fsync) take the force lock: a force clears l_data_dirty before its
- * flush is done, so only its lock tells when that flush is over.
+ * shrink to the thread that leads it; and a fsync that found data
+ * written in place by anyone since the last flush began would flush
+ * again although that flush covered its own.  A new leader first waits a
+ * little for the others to commit too (sx_log_gather()).
  */
 int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 {
 	struct sx_log *log = mp->m_log;
-	u64 start;
+	u64 start, flush = 0;
 	int error = 0;
 
-	if (!data) {
-		if (sx_log_durable_seq(mp) >= seq)
-			return 0;
-		sx_mutex_lock(&log->l_wait_lock);
-		while (sx_log_durable_seq(mp) < seq && log->l_leading) {
-			log->l_followers++;
-			if (log->l_group_want && log->l_followers + 1 >= log->l_group_want)
-				sx_cond_broadcast(&log->l_gathered);
-			sx_cond_wait(&log->l_forced, &log->l_wait_lock);
-			log->l_followers--;
-		}
-		if (sx_log_durable_seq(mp) >= seq) {
-			sx_mutex_unlock(&log->l_wait_lock);
-			return 0;
-		}
-		log->l_leading = true;
-		sx_log_gather(mp);
-		sx_mutex_unlock(&log->l_wait_lock);
-
-		start = sx_now_ns();
-		sx_mutex_lock(&log->l_force_lock);
-		if (sx_log_durable_seq(mp) < seq)
-			error = sx_log_force_locked(mp);
-		sx_mutex_unlock(&log->l_force_lock);
-
-		sx_mutex_lock(&log->l_wait_lock);
-		/* an eighth of each new force: steady, yet follows the device */
-		log->l_force_ns = log->l_force_ns - (log->l_force_ns >> 3) +
-				  ((sx_now_ns() - start) >> 3);
-		log->l_last_group = log->l_followers + 1;
-		log->l_leading = false;
-		sx_cond_broadcast(&log->l_forced);
-		sx_mutex_unlock(&log->l_wait_lock);
-		return error;
+	if (!data && sx_log_durable_seq(mp) >= seq)
+		return 0;
+	sx_mutex_lock(&log->l_wait_lock);
+	if (data)
+		flush = sx_log_flush_wanted(log);
+	while (sx_log_durable_seq(mp) < seq || log->l_flush_done < flush) {
+		if (!log->l_leading)
+			break;
+		log->l_followers++;
+		if (log->l_group_want && log->l_followers + 1 >= log->l_group_want)
+			sx_cond_broadcast(&log->l_gathered);
+		sx_cond_wait(&log->l_forced, &log->l_wait_lock);
+		log->l_followers--;
 	}
+	if (sx_log_durable_seq(mp) >= seq && log->l_flush_done >= flush) {
+		sx_mutex_unlock(&log->l_wait_lock);
+		return 0;
+	}
+	log->l_leading = true;
+	sx_log_gather(mp);
+	sx_mutex_unlock(&log->l_wait_lock);
+
+	start = sx_now_ns();
 	sx_mutex_lock(&log->l_force_lock);
-	if (sx_log_durable_seq(mp) < seq)
+	if (sx_log_durable_seq(mp) < seq) {
+		/* its flush is begun after every caller here came */
 		error = sx_log_force_locked(mp);
-	else if (!data)
-		error = 0;
-	else
+	} else if (data) {
+		/* no force, but a caller waits for a flush: every one begun is done */
 		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp, false);
+	}
 	sx_mutex_unlock(&log->l_force_lock);
+
+	sx_mutex_lock(&log->l_wait_lock);
+	/* an eighth of each new force: steady, yet follows the device */
+	log->l_force_ns = log->l_force_ns - (log->l_force_ns >> 3) +
+			  ((sx_now_ns() - start) >> 3);
+	log->l_last_group = log->l_followers + 1;
+	log->l_leading = false;
+	sx_cond_broadcast(&log->l_forced);
+	sx_mutex_unlock(&log->l_wait_lock);
 	return error;
 }
 

@@ -167,6 +167,15 @@ struct sx_log {
 	struct sx_atomic64 l_durable_seq;
 	struct sx_mutex	l_wait_lock;
 	bool		l_leading;	/* a caller of sx_log_force_seq() is forcing */
+	/*
+	 * Device flushes that cover data written in place (sx_log_flush_data()),
+	 * under l_wait_lock: begun, and finished (all up to that count; the
+	 * force lock serialises them).  A caller that needs its data durable
+	 * waits for the first flush begun after it came, or, if a flush began
+	 * after its data write already, for that one.
+	 */
+	u64		l_flush_begun;
+	u64		l_flush_done;
 	struct sx_cond	l_forced;	/* l_durable_seq or l_leading changed */
 	/* group commit's batching (sx_log_force_seq()), under l_wait_lock */
 	u32		l_followers;	/* callers asleep on l_forced */

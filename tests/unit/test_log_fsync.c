@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * fsync's share of group commit: callers that need the data they wrote in
+ * place durable wait behind one leader, and a flush begun after a caller
+ * came serves it, even if other data was written while that flush ran.
+ * Before, each such caller took the force lock in turn and flushed again
+ * whenever anything had been written in place meanwhile.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <unistd.h>
+#include "sxtest.h"
+#include "log_priv.h"
+#include <swapext/device.h>
+
+#define MIB		(1ull << 20)
+#define BS		4096u
+#define NS_PER_S	1000000000ull
+
+/*
+ * A device between the engine and the crash device that runs a hook
+ * inside its next flush, once armed: the hook sees the engine in the
+ * middle of a flush, after it took the dirty data the flush covers.
+ */
+struct hookdev {
+	struct sx_bdev	*lower;
+	void		(*hook)(void *arg);
+	void		*arg;
+	u64		flushes;
+};
+
+static int hd_read(struct sx_bdev *bd, uint64_t off, void *buf, size_t len)
+{
+	struct hookdev *h = bd->bd_ctx;
+
+	return h->lower->bd_ops->read(h->lower, off, buf, len);
+}
+
+static int hd_write(struct sx_bdev *bd, uint64_t off, const void *buf, size_t len,
+		    unsigned int flags)
+{
+	struct hookdev *h = bd->bd_ctx;
+
+	return h->lower->bd_ops->write(h->lower, off, buf, len, flags);
+}
+
+static int hd_flush(struct sx_bdev *bd)
+{
+	struct hookdev *h = bd->bd_ctx;
+	void (*hook)(void *arg);
+	int error;
+
+	error = h->lower->bd_ops->flush(h->lower);
+	__atomic_add_fetch(&h->flushes, 1, __ATOMIC_SEQ_CST);
+	hook = __atomic_exchange_n(&h->hook, NULL, __ATOMIC_SEQ_CST);
+	if (hook)
+		hook(h->arg);
+	return error;
+}
+
+/* The device below belongs to the test. */
+static void hd_destroy(struct sx_bdev *bd)
+{
+	free(bd->bd_ctx);
+	free(bd);
+}
+
+static const struct sx_bdev_ops hd_ops = {
+	.read		= hd_read,
+	.write		= hd_write,
+	.flush		= hd_flush,
+	.destroy	= hd_destroy,
+};
+
+static struct sx_bdev *hd_wrap(struct sx_bdev *lower, struct hookdev **hp)
+{
+	struct sx_bdev *bd = calloc(1, sizeof(*bd));
+	struct hookdev *h = calloc(1, sizeof(*h));
+
+	assert_non_null(bd);
+	assert_non_null(h);
+	h->lower = lower;
+	bd->bd_ops = &hd_ops;
+	bd->bd_ctx = h;
+	bd->bd_size = lower->bd_size;
+	bd->bd_sectsize = lower->bd_sectsize;
+	*hp = h;
+	return bd;
+}
+
+static u64 hd_flushes(struct hookdev *h)
+{
+	return __atomic_load_n(&h->flushes, __ATOMIC_SEQ_CST);
+}
+
+/* One file's writer: a block of @byte over its durable block 0, then fsync. */
+struct writer {
+	struct sx_mount	*mp;
+	int		fd;
+	u8		byte;
+	bool		nowrite;	/* only the fsync */
+	bool		sync;
+	int		error;
+	bool		done;		/* atomic: the thread finished */
+};
+
+static void *writer_run(void *arg)
+{
+	struct writer *w = arg;
+	u8 buf[BS];
+	s64 n;
+
+	sx_thread_enter();
+	memset(buf, w->byte, sizeof(buf));
+	n = w->nowrite ? BS : sx_pwrite(w->mp, w->fd, buf, BS, 0);
+	w->error = n == BS ? 0 : n < 0 ? (int)n : -EIO;
+	if (!w->error && w->sync)
+		w->error = sx_fsync(w->mp, w->fd);
+	__atomic_store_n(&w->done, true, __ATOMIC_SEQ_CST);
+	sx_thread_exit();
+	return NULL;
+}
+
+/* Wait (up to 30 s) until @cond(@log) holds; false if it never did. */
+static bool wait_for(struct sx_log *log, bool (*cond)(struct sx_log *log))
+{
+	u64 start = sx_now_ns();
+	bool ok;
+
+	do {
+		sx_mutex_lock(&log->l_wait_lock);
+		ok = cond(log);
+		sx_mutex_unlock(&log->l_wait_lock);
+		if (ok)
+			return true;
+		usleep(1000);
+	} while (sx_now_ns() - start < 30 * NS_PER_S);
+	return false;
+}
+
+static bool is_leading(struct sx_log *log)
+{
+	return log->l_leading;
+}
+
+static bool one_follower(struct sx_log *log)
+{
+	return log->l_followers == 1;
+}
+
+/* The hook: another file's write in place while the flush runs. */
+static void write_c(void *arg)
+{
+	struct writer *c = arg;
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, writer_run, c), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
+/*
+ * Make the last force one with records and no data manifest: then no
+ * block of the files written so far is guarded (log_manifest.c), and a
+ * write in place over one needs no fence record and flush of its own.
+ */
+static void unguard(struct sx_mount *mp)
+{
+	int fd;
+
+	assert_int_equal(sx_create(mp, "z", 0644, &fd), 0);
+	assert_int_equal(sx_close(mp, fd), 0);
+	assert_int_equal(sx_sync(mp), 0);
+}
+
+static u8 first_byte(struct sx_mount *mp, const char *name)
+{
+	u8 buf[BS];
+	int fd;
+
+	assert_int_equal(sx_open(mp, name, &fd), 0);
+	assert_int_equal(sx_pread(mp, fd, buf, BS, 0), (s64)BS);
+	assert_int_equal(sx_close(mp, fd), 0);
+	return buf[0];
+}
+
+/*
+ * A leads (the test holds the force lock until B waits behind it), B
+ * follows, and C writes in place while A's flush runs.  One flush serves
+ * A and B: B's data was written before that flush began.  C's write
+ * leaves the data dirty, which made B flush a second time before.  After
+ * a power cut that keeps only what was flushed, A's and B's data are
+ * there.
+ */
+static void test_fsync_shares_flush(void **state)
+{
+	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *cbd, *bd;
+	static const char *const names[] = { "a", "b", "c" };
+	struct writer w[3];
+	struct sx_crashdev *cd;
+	struct hookdev *h;
+	struct sx_mount *mp;
+	struct sx_log *log;
+	pthread_t ta, tb;
+	u64 f0;
+	int i;
+
+	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
+	bd = hd_wrap(cbd, &h);
+	mp = sxt_mount(bd);
+	log = mp->m_log;
+	for (i = 0; i < 3; i++) {
+		u8 buf[BS];
+
+		memset(buf, 0x10 + i, sizeof(buf));
+		w[i] = (struct writer){ .mp = mp, .byte = (u8)(0x20 + i), .sync = i < 2 };
+		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
+		assert_int_equal(sx_pwrite(mp, w[i].fd, buf, BS, 0), (s64)BS);
+		assert_int_equal(sx_fsync(mp, w[i].fd), 0);
+	}
+	/* C's write in place must not wait for a fence: A's flush holds the force lock */
+	unguard(mp);
+
+	sx_mutex_lock(&log->l_force_lock);
+	assert_int_equal(pthread_create(&ta, NULL, writer_run, &w[0]), 0);
+	assert_true(wait_for(log, is_leading));
+	assert_int_equal(pthread_create(&tb, NULL, writer_run, &w[1]), 0);
+	assert_true(wait_for(log, one_follower));
+	h->arg = &w[2];
+	__atomic_store_n(&h->hook, write_c, __ATOMIC_SEQ_CST);
+	f0 = hd_flushes(h);
+	sx_mutex_unlock(&log->l_force_lock);
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	assert_int_equal(w[0].error, 0);
+	assert_int_equal(w[1].error, 0);
+	assert_int_equal(w[2].error, 0);
+	assert_int_equal(hd_flushes(h) - f0, 1);
+
+	sx_crashdev_cut_now(cd, SX_CRASH_DROP);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(mem);
+	assert_int_equal(first_byte(mp, "a"), 0x20);
+	assert_int_equal(first_byte(mp, "b"), 0x21);
+	sx_unmount(mp);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(cbd);
+	sx_bdev_destroy(mem);
+}
+
+/*
+ * A caller whose data a finished flush already covers returns at once,
+ * without the force lock; one whose data is dirty still gets a flush.
+ */
+static void test_fsync_covered(void **state)
+{
+	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *bd;
+	struct writer w = { .byte = 0x31 };
+	struct hookdev *h;
+	struct sx_mount *mp;
+	struct sx_log *log;
+	pthread_t th;
+	u64 f0, start;
+	bool done;
+	u8 buf[BS];
+
+	bd = hd_wrap(mem, &h);
+	mp = sxt_mount(bd);
+	log = mp->m_log;
+	w.mp = mp;
+	memset(buf, 0x30, sizeof(buf));
+	assert_int_equal(sx_create(mp, "f", 0644, &w.fd), 0);
+	assert_int_equal(sx_pwrite(mp, w.fd, buf, BS, 0), (s64)BS);
+	assert_int_equal(sx_fsync(mp, w.fd), 0);
+	unguard(mp);
+
+	/* nothing written since the last flush: no flush, and no force lock */
+	f0 = hd_flushes(h);
+	w.nowrite = true;
+	w.sync = true;
+	sx_mutex_lock(&log->l_force_lock);
+	assert_int_equal(pthread_create(&th, NULL, writer_run, &w), 0);
+	start = sx_now_ns();
+	while (!__atomic_load_n(&w.done, __ATOMIC_SEQ_CST) && sx_now_ns() - start < 30 * NS_PER_S)
+		usleep(1000);
+	done = __atomic_load_n(&w.done, __ATOMIC_SEQ_CST);
+	sx_mutex_unlock(&log->l_force_lock);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(done);
+	assert_int_equal(w.error, 0);
+	assert_int_equal(hd_flushes(h), f0);
+
+	/* written in place: one flush */
+	w.nowrite = false;
+	w.sync = false;
+	writer_run(&w);
+	assert_int_equal(w.error, 0);
+	assert_int_equal(sx_fsync(mp, w.fd), 0);
+	assert_int_equal(hd_flushes(h) - f0, 1);
+	assert_int_equal(sx_close(mp, w.fd), 0);
+	sx_unmount(mp);
+	sx_bdev_destroy(bd);
+	sx_bdev_destroy(mem);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fsync_shares_flush),
+		cmocka_unit_test(test_fsync_covered),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
