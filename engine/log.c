@@ -7,7 +7,9 @@
  * the tail (forces and checkpoints), so a checkpoint never computes a tail
  * while a force has written records whose buffers are not yet unpinned.
  * l_lock covers the state read by reservations and commits, the queue
- * included.  Order: l_force_lock, then l_lock, then the buffer cache lock.
+ * included.  Order: l_force_lock, then l_lock, then the buffer cache lock;
+ * l_wait_lock (group commit's, sx_log_force_seq()) is taken last, and
+ * nothing is taken under it.
  *
  * Space: a reservation holds blocks in l_grant only while its transaction
  * is open; at commit it gives them back and the queue's groups count what
@@ -665,7 +667,7 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 	 * Wake the callers last: woken first, they preempted the completion
 	 * while it held l_lock, and their next reservations queued behind it
 	 * (8 threads on 2 CPUs: 3,781 of 16,000 reservations waited, 50 us
-	 * each).  Nothing they do next needs the completion's work undone.
+	 * each).  Nothing they do next relies on being woken before it.
 	 */
 	if (!error && seq > (u64)sx_atomic64_read(&log->l_durable_seq)) {
 		sx_mutex_lock(&log->l_wait_lock);

@@ -123,7 +123,12 @@ struct sx_log {
 	u64		l_next_tid;
 	u32		l_next_intent;
 	u32		l_grant;	/* blocks reserved by open transactions */
-	struct sx_atomic l_data_dirty;	/* data written in place since the last flush */
+	/*
+	 * Data written in place since the last flush began: set without a
+	 * lock after the device took the write, cleared under l_wait_lock as
+	 * a flush begins (l_flush_begun).
+	 */
+	struct sx_atomic l_data_dirty;
 	/*
 	 * Data manifests (log_manifest.c).  l_mf_sem is held shared by every
 	 * data write that may need one, across its device write, and
@@ -170,13 +175,15 @@ struct sx_log {
 	/*
 	 * Device flushes that cover data written in place (sx_log_flush_data()),
 	 * under l_wait_lock: begun, and finished (all up to that count; the
-	 * force lock serialises them).  A caller that needs its data durable
-	 * waits for the first flush begun after it came, or, if a flush began
-	 * after its data write already, for that one.
+	 * force lock serialises them; after a failed one, which shuts the
+	 * mount down, l_flush_done stays behind).  A caller that needs its
+	 * data durable waits for the first flush begun after it came, or, if
+	 * a flush began after its data write already, for that one.
 	 */
 	u64		l_flush_begun;
 	u64		l_flush_done;
-	struct sx_cond	l_forced;	/* l_durable_seq or l_leading changed */
+	/* l_durable_seq or l_leading changed (l_flush_done moves only under a leader, whose end wakes) */
+	struct sx_cond	l_forced;
 	/* group commit's batching (sx_log_force_seq()), under l_wait_lock */
 	u32		l_followers;	/* callers asleep on l_forced */
 	u32		l_group_want;	/* callers the leader gathers, 0 if it is not */

@@ -346,7 +346,7 @@ static void share_hook(void *arg, const char *site)
 		return;
 	sr->sr_fired = true;
 	assert_int_equal(pthread_create(&sr->sr_t, NULL, share_fsync_main, sr), 0);
-	/* time for it to reach the force lock (either way it must not force) */
+	/* time for it to wait behind this force (either way it must not force) */
 	usleep(20000);
 }
 
