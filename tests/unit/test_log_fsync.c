@@ -19,88 +19,13 @@
 #include <pthread.h>
 #include <unistd.h>
 #include "sxtest.h"
+#include "sxshim.h"
 #include "log_priv.h"
 #include <swapext/device.h>
 
 #define MIB		(1ull << 20)
 #define BS		4096u
 #define NS_PER_S	1000000000ull
-
-/*
- * A device between the engine and the crash device that runs a hook
- * inside its next flush, once armed: the hook sees the engine in the
- * middle of a flush, after it took the dirty data the flush covers.
- */
-struct hookdev {
-	struct sx_bdev	*lower;
-	void		(*hook)(void *arg);
-	void		*arg;
-	u64		flushes;
-};
-
-static int hd_read(struct sx_bdev *bd, uint64_t off, void *buf, size_t len)
-{
-	struct hookdev *h = bd->bd_ctx;
-
-	return h->lower->bd_ops->read(h->lower, off, buf, len);
-}
-
-static int hd_write(struct sx_bdev *bd, uint64_t off, const void *buf, size_t len,
-		    unsigned int flags)
-{
-	struct hookdev *h = bd->bd_ctx;
-
-	return h->lower->bd_ops->write(h->lower, off, buf, len, flags);
-}
-
-static int hd_flush(struct sx_bdev *bd)
-{
-	struct hookdev *h = bd->bd_ctx;
-	void (*hook)(void *arg);
-	int error;
-
-	error = h->lower->bd_ops->flush(h->lower);
-	__atomic_add_fetch(&h->flushes, 1, __ATOMIC_SEQ_CST);
-	hook = __atomic_exchange_n(&h->hook, NULL, __ATOMIC_SEQ_CST);
-	if (hook)
-		hook(h->arg);
-	return error;
-}
-
-/* The device below belongs to the test. */
-static void hd_destroy(struct sx_bdev *bd)
-{
-	free(bd->bd_ctx);
-	free(bd);
-}
-
-static const struct sx_bdev_ops hd_ops = {
-	.read		= hd_read,
-	.write		= hd_write,
-	.flush		= hd_flush,
-	.destroy	= hd_destroy,
-};
-
-static struct sx_bdev *hd_wrap(struct sx_bdev *lower, struct hookdev **hp)
-{
-	struct sx_bdev *bd = calloc(1, sizeof(*bd));
-	struct hookdev *h = calloc(1, sizeof(*h));
-
-	assert_non_null(bd);
-	assert_non_null(h);
-	h->lower = lower;
-	bd->bd_ops = &hd_ops;
-	bd->bd_ctx = h;
-	bd->bd_size = lower->bd_size;
-	bd->bd_sectsize = lower->bd_sectsize;
-	*hp = h;
-	return bd;
-}
-
-static u64 hd_flushes(struct hookdev *h)
-{
-	return __atomic_load_n(&h->flushes, __ATOMIC_SEQ_CST);
-}
 
 /* One file's writer: a block of @byte over its durable block 0, then fsync. */
 struct writer {
@@ -228,12 +153,12 @@ static u8 first_byte(struct sx_mount *mp, const char *name)
  */
 static void test_fsync_shares_flush(void **state)
 {
-	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *cbd, *bd;
+	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *cbd;
 	static const char *const names[] = { "a", "b", "c" };
 	struct writer w[3];
 	struct mid_flush mf = { .c = &w[2], .b = &w[1] };
 	struct sx_crashdev *cd;
-	struct hookdev *h;
+	struct sxt_shim sh;
 	struct sx_mount *mp;
 	struct sx_log *log;
 	pthread_t ta, tb;
@@ -241,8 +166,8 @@ static void test_fsync_shares_flush(void **state)
 	int i;
 
 	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
-	bd = hd_wrap(cbd, &h);
-	mp = sxt_mount(bd);
+	sxt_shim_init(&sh, cbd);
+	mp = sxt_mount(&sh.sh_bdev);
 	log = mp->m_log;
 	for (i = 0; i < 3; i++) {
 		u8 buf[BS];
@@ -261,9 +186,8 @@ static void test_fsync_shares_flush(void **state)
 	assert_true(wait_for(log, is_leading));
 	assert_int_equal(pthread_create(&tb, NULL, writer_run, &w[1]), 0);
 	assert_true(wait_for(log, one_follower));
-	h->arg = &mf;
-	__atomic_store_n(&h->hook, write_c, __ATOMIC_SEQ_CST);
-	f0 = hd_flushes(h);
+	sxt_shim_hook_flush(&sh, write_c, &mf);
+	f0 = sxt_shim_count(&sh.sh_flushes);
 	sx_mutex_unlock(&log->l_force_lock);
 	assert_int_equal(pthread_join(ta, NULL), 0);
 	assert_int_equal(pthread_join(tb, NULL), 0);
@@ -274,7 +198,7 @@ static void test_fsync_shares_flush(void **state)
 	assert_int_equal(w[1].error, 0);
 	assert_int_equal(w[2].error, 0);
 	/* C's write left data dirty: before, B flushed again for it */
-	assert_int_equal(hd_flushes(h) - f0, 1);
+	assert_int_equal(sxt_shim_count(&sh.sh_flushes) - f0, 1);
 
 	sx_crashdev_cut_now(cd, SX_CRASH_DROP);
 	sx_shutdown(mp);
@@ -283,7 +207,6 @@ static void test_fsync_shares_flush(void **state)
 	assert_int_equal(first_byte(mp, "a"), 0x20);
 	assert_int_equal(first_byte(mp, "b"), 0x21);
 	sx_unmount(mp);
-	sx_bdev_destroy(bd);
 	sx_bdev_destroy(cbd);
 	sx_bdev_destroy(mem);
 }
@@ -294,9 +217,9 @@ static void test_fsync_shares_flush(void **state)
  */
 static void test_fsync_covered(void **state)
 {
-	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *bd;
+	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0);
 	struct writer w = { .byte = 0x31 };
-	struct hookdev *h;
+	struct sxt_shim sh;
 	struct sx_mount *mp;
 	struct sx_log *log;
 	pthread_t th;
@@ -304,8 +227,8 @@ static void test_fsync_covered(void **state)
 	bool done;
 	u8 buf[BS];
 
-	bd = hd_wrap(mem, &h);
-	mp = sxt_mount(bd);
+	sxt_shim_init(&sh, mem);
+	mp = sxt_mount(&sh.sh_bdev);
 	log = mp->m_log;
 	w.mp = mp;
 	memset(buf, 0x30, sizeof(buf));
@@ -315,7 +238,7 @@ static void test_fsync_covered(void **state)
 	unguard(mp);
 
 	/* nothing written since the last flush: no flush, and no force lock */
-	f0 = hd_flushes(h);
+	f0 = sxt_shim_count(&sh.sh_flushes);
 	w.nowrite = true;
 	w.sync = true;
 	sx_mutex_lock(&log->l_force_lock);
@@ -328,7 +251,7 @@ static void test_fsync_covered(void **state)
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_true(done);
 	assert_int_equal(w.error, 0);
-	assert_int_equal(hd_flushes(h), f0);
+	assert_int_equal(sxt_shim_count(&sh.sh_flushes), f0);
 
 	/* written in place: one flush */
 	w.nowrite = false;
@@ -336,10 +259,9 @@ static void test_fsync_covered(void **state)
 	writer_run(&w);
 	assert_int_equal(w.error, 0);
 	assert_int_equal(sx_fsync(mp, w.fd), 0);
-	assert_int_equal(hd_flushes(h) - f0, 1);
+	assert_int_equal(sxt_shim_count(&sh.sh_flushes) - f0, 1);
 	assert_int_equal(sx_close(mp, w.fd), 0);
 	sx_unmount(mp);
-	sx_bdev_destroy(bd);
 	sx_bdev_destroy(mem);
 }
 

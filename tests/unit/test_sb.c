@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "sxtest.h"
+#include "sxshim.h"
 #include "sxtext.h"
 #include "sb.h"
 #include "fsinfo.h"
@@ -28,63 +29,6 @@ static const u8 test_uuid[SX_UUID_SIZE] = {
 };
 
 /* ---------------------------------------------------------------- helpers */
-
-/* A counting wrapper device that can fail its n-th write. */
-struct cdev {
-	struct sx_bdev	cd_bdev;
-	struct sx_bdev	*cd_lower;
-	u64		cd_writes;
-	u64		cd_bytes;
-	u64		cd_flushes;
-	u64		cd_fail_write;	/* 1-based write number to fail, 0 = none */
-};
-
-/* Forward a read. */
-static int cdev_read(struct sx_bdev *bd, u64 off, void *buf, size_t len)
-{
-	struct cdev *c = bd->bd_ctx;
-
-	return c->cd_lower->bd_ops->read(c->cd_lower, off, buf, len);
-}
-
-/* Count a write, failing it if it is the chosen one. */
-static int cdev_write(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
-		      unsigned int flags)
-{
-	struct cdev *c = bd->bd_ctx;
-
-	c->cd_writes++;
-	c->cd_bytes += len;
-	if (c->cd_fail_write && c->cd_writes == c->cd_fail_write)
-		return -EIO;
-	return c->cd_lower->bd_ops->write(c->cd_lower, off, buf, len, flags);
-}
-
-/* Count a flush. */
-static int cdev_flush(struct sx_bdev *bd)
-{
-	struct cdev *c = bd->bd_ctx;
-
-	c->cd_flushes++;
-	return c->cd_lower->bd_ops->flush(c->cd_lower);
-}
-
-static const struct sx_bdev_ops cdev_ops = {
-	.read	= cdev_read,
-	.write	= cdev_write,
-	.flush	= cdev_flush,
-};
-
-/* Wrap @lower in a counting device (not freed with it). */
-static void cdev_init(struct cdev *c, struct sx_bdev *lower)
-{
-	memset(c, 0, sizeof(*c));
-	c->cd_lower = lower;
-	c->cd_bdev.bd_ops = &cdev_ops;
-	c->cd_bdev.bd_ctx = c;
-	c->cd_bdev.bd_size = lower->bd_size;
-	c->cd_bdev.bd_sectsize = lower->bd_sectsize;
-}
 
 /* A fresh memory device. */
 static struct sx_bdev *memdev(u64 size)
@@ -862,19 +806,19 @@ static void test_seq_at_max(void **state)
 static void test_write_failure(void **state)
 {
 	struct sx_bdev *bd = memdev(16ull << 20);
-	struct cdev c;
+	struct sxt_shim c;
 	struct sx_sb sb, rd;
 	u64 seq;
 	int which;
 
 	mkfs_bs(bd, 4096);
 	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
-	cdev_init(&c, bd);
+	sxt_shim_init(&c, bd);
 	seq = sb.sb_seq;
-	c.cd_fail_write = 1;
-	assert_int_equal(sx_sb_write(&c.cd_bdev, &sb), -EIO);
+	c.sh_fail_write = 1;
+	assert_int_equal(sx_sb_write(&c.sh_bdev, &sb), -EIO);
 	assert_int_equal(sb.sb_seq, seq);
-	assert_int_equal(sx_sb_write(&c.cd_bdev, &sb), 0);
+	assert_int_equal(sx_sb_write(&c.sh_bdev, &sb), 0);
 	assert_int_equal(sb.sb_seq, seq + 1);
 	assert_int_equal(sx_sb_read(NULL, bd, &rd, &which), 0);
 	assert_int_equal(rd.sb_seq, seq + 1);
@@ -1190,21 +1134,21 @@ static void test_mkfs_large_batches(void **state)
 {
 	struct sx_bdev *bd = memdev(1ull << 30);
 	struct sx_mkfs_opts mo = { .mk_blocksize = 512, .mk_uuid = test_uuid };
-	struct cdev c;
+	struct sxt_shim c;
 	struct sx_sb sb;
 	u64 t0, t1;
 
-	cdev_init(&c, bd);
+	sxt_shim_init(&c, bd);
 	t0 = sx_now_ns();
-	assert_int_equal(sx_mkfs(&c.cd_bdev, &mo), 0);
+	assert_int_equal(sx_mkfs(&c.sh_bdev, &mo), 0);
 	t1 = sx_now_ns();
 	assert_int_equal(sx_sb_read(NULL, bd, &sb, NULL), 0);
 	/* 2M blocks at 512 bytes: ~575 bitmap blocks, all in one write */
 	assert_true(sb.sb_bmapblocks > 500);
-	assert_true(c.cd_writes <= 16);
-	assert_true(c.cd_flushes >= 3);
+	assert_true(c.sh_writes <= 16);
+	assert_true(c.sh_flushes >= 3);
 	print_message("mkfs of 1 GiB at 512 B blocks: %llu writes, %llu bytes, %.1f ms\n",
-		      (unsigned long long)c.cd_writes, (unsigned long long)c.cd_bytes,
+		      (unsigned long long)c.sh_writes, (unsigned long long)c.sh_bytes,
 		      (double)(t1 - t0) / 1e6);
 	check_mkfs_image(bd, 512, 0);
 	sx_bdev_destroy(bd);
@@ -1215,17 +1159,17 @@ static void test_mkfs_write_errors(void **state)
 {
 	struct sx_bdev *bd = memdev(8ull << 20);
 	struct sx_mkfs_opts mo = { .mk_blocksize = 4096 };
-	struct cdev c;
+	struct sxt_shim c;
 	u64 n, total;
 
-	cdev_init(&c, bd);
-	assert_int_equal(sx_mkfs(&c.cd_bdev, &mo), 0);
-	total = c.cd_writes;
+	sxt_shim_init(&c, bd);
+	assert_int_equal(sx_mkfs(&c.sh_bdev, &mo), 0);
+	total = c.sh_writes;
 	assert_true(total >= 4);
 	for (n = 1; n <= total; n++) {
-		cdev_init(&c, bd);
-		c.cd_fail_write = n;
-		assert_int_equal(sx_mkfs(&c.cd_bdev, &mo), -EIO);
+		sxt_shim_init(&c, bd);
+		c.sh_fail_write = n;
+		assert_int_equal(sx_mkfs(&c.sh_bdev, &mo), -EIO);
 	}
 	sx_bdev_destroy(bd);
 }
