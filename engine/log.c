@@ -989,7 +989,11 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 	sx_mutex_lock(&log->l_wait_lock);
 	if (data)
 		flush = sx_log_flush_wanted(log);
-	while (sx_log_durable_seq(mp) < seq || log->l_flush_done < flush) {
+	for (;;) {
+		if (sx_log_durable_seq(mp) >= seq && log->l_flush_done >= flush) {
+			sx_mutex_unlock(&log->l_wait_lock);
+			return 0;
+		}
 		if (!log->l_leading)
 			break;
 		log->l_followers++;
@@ -997,10 +1001,6 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 			sx_cond_broadcast(&log->l_gathered);
 		sx_cond_wait(&log->l_forced, &log->l_wait_lock);
 		log->l_followers--;
-	}
-	if (sx_log_durable_seq(mp) >= seq && log->l_flush_done >= flush) {
-		sx_mutex_unlock(&log->l_wait_lock);
-		return 0;
 	}
 	log->l_leading = true;
 	sx_log_gather(mp);
