@@ -55,31 +55,46 @@ static void *writer_run(void *arg)
 	return NULL;
 }
 
-/* Wait (up to 30 s) until @cond(@log) holds; false if it never did. */
-static bool wait_for(struct sx_log *log, bool (*cond)(struct sx_log *log))
+/* Wait (up to 30 s) until @cond(@arg) holds; false if it never did. */
+static bool poll_for(bool (*cond)(void *arg), void *arg)
 {
 	u64 start = sx_now_ns();
-	bool ok;
 
 	do {
-		sx_mutex_lock(&log->l_wait_lock);
-		ok = cond(log);
-		sx_mutex_unlock(&log->l_wait_lock);
-		if (ok)
+		if (cond(arg))
 			return true;
 		usleep(1000);
 	} while (sx_now_ns() - start < 30 * NS_PER_S);
-	return false;
+	return cond(arg);
 }
 
-static bool is_leading(struct sx_log *log)
+static bool writer_done(void *arg)
 {
-	return log->l_leading;
+	struct writer *w = arg;
+
+	return __atomic_load_n(&w->done, __ATOMIC_SEQ_CST);
 }
 
-static bool one_follower(struct sx_log *log)
+static bool is_leading(void *arg)
 {
-	return log->l_followers == 1;
+	struct sx_log *log = arg;
+	bool ok;
+
+	sx_mutex_lock(&log->l_wait_lock);
+	ok = log->l_leading;
+	sx_mutex_unlock(&log->l_wait_lock);
+	return ok;
+}
+
+static bool one_follower(void *arg)
+{
+	struct sx_log *log = arg;
+	bool ok;
+
+	sx_mutex_lock(&log->l_wait_lock);
+	ok = log->l_followers == 1;
+	sx_mutex_unlock(&log->l_wait_lock);
+	return ok;
 }
 
 /* What the hook saw and did, inside the leader's flush. */
@@ -101,17 +116,13 @@ struct mid_flush {
 static void write_c(void *arg)
 {
 	struct mid_flush *mf = arg;
-	u64 start = sx_now_ns();
 	pthread_t th;
 
 	mf->ran = true;
-	mf->b_waited = !__atomic_load_n(&mf->b->done, __ATOMIC_SEQ_CST);
+	mf->b_waited = !writer_done(mf->b);
 	if (pthread_create(&th, NULL, writer_run, mf->c))
 		return;
-	while (!__atomic_load_n(&mf->c->done, __ATOMIC_SEQ_CST) &&
-	       sx_now_ns() - start < 30 * NS_PER_S)
-		usleep(1000);
-	mf->c_done = __atomic_load_n(&mf->c->done, __ATOMIC_SEQ_CST);
+	mf->c_done = poll_for(writer_done, mf->c);
 	if (mf->c_done)
 		pthread_join(th, NULL);
 	else
@@ -183,9 +194,9 @@ static void test_fsync_shares_flush(void **state)
 
 	sx_mutex_lock(&log->l_force_lock);
 	assert_int_equal(pthread_create(&ta, NULL, writer_run, &w[0]), 0);
-	assert_true(wait_for(log, is_leading));
+	assert_true(poll_for(is_leading, log));
 	assert_int_equal(pthread_create(&tb, NULL, writer_run, &w[1]), 0);
-	assert_true(wait_for(log, one_follower));
+	assert_true(poll_for(one_follower, log));
 	sxt_shim_hook_flush(&sh, write_c, &mf);
 	f0 = sxt_shim_count(&sh.sh_flushes);
 	sx_mutex_unlock(&log->l_force_lock);
@@ -223,7 +234,7 @@ static void test_fsync_covered(void **state)
 	struct sx_mount *mp;
 	struct sx_log *log;
 	pthread_t th;
-	u64 f0, start;
+	u64 f0;
 	bool done;
 	u8 buf[BS];
 
@@ -243,10 +254,7 @@ static void test_fsync_covered(void **state)
 	w.sync = true;
 	sx_mutex_lock(&log->l_force_lock);
 	assert_int_equal(pthread_create(&th, NULL, writer_run, &w), 0);
-	start = sx_now_ns();
-	while (!__atomic_load_n(&w.done, __ATOMIC_SEQ_CST) && sx_now_ns() - start < 30 * NS_PER_S)
-		usleep(1000);
-	done = __atomic_load_n(&w.done, __ATOMIC_SEQ_CST);
+	done = poll_for(writer_done, &w);
 	sx_mutex_unlock(&log->l_force_lock);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_true(done);
