@@ -182,10 +182,14 @@ struct sx_log {
 	 */
 	u64		l_flush_begun;
 	u64		l_flush_done;
-	/* l_durable_seq or l_leading changed (l_flush_done moves only under a leader, whose end wakes) */
-	struct sx_cond	l_forced;
+	/*
+	 * Callers of sx_log_force_seq() asleep while another leads, oldest
+	 * first (struct sx_log_waiter), each woken alone: when a force has
+	 * served it, or to lead the next force (sx_log_wake()).
+	 */
+	struct sx_list	l_waiters;
 	/* group commit's batching (sx_log_force_seq()), under l_wait_lock */
-	u32		l_followers;	/* callers asleep on l_forced */
+	u32		l_followers;	/* callers on l_waiters */
 	u32		l_group_want;	/* callers the leader gathers, 0 if it is not */
 	u32		l_last_group;	/* callers there were when the last force ended */
 	u64		l_force_ns;	/* a force's usual length (moving average) */

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fsync's share of group commit: callers that need the data they wrote in
- * place durable wait behind one leader, and a flush begun after a caller
- * came serves it, even if other data was written while that flush ran.
- * Before, each such caller took the force lock in turn and flushed again
- * whenever anything had been written in place meanwhile.  (On that code
- * both tests fail after their 30 s waits: a caller that takes the force
- * lock never shows as the leader or a follower, and one the test's hold
- * of the force lock blocks never returns in time.)
+ * Group commit's waiting callers (sx_log_force_seq()).
+ *
+ * fsync's share: callers that need the data they wrote in place durable
+ * wait behind one leader, and a flush begun after a caller came serves it,
+ * even if other data was written while that flush ran.  Before, each such
+ * caller took the force lock in turn and flushed again whenever anything
+ * had been written in place meanwhile.  (On that code both fsync tests
+ * fail after their 30 s waits: a caller that takes the force lock never
+ * shows as the leader or a follower, and one the test's hold of the force
+ * lock blocks never returns in time.)
+ *
+ * Wake-ups: a force wakes only the callers it served, and the leader's
+ * end one more, to lead; the others sleep on.  Before, every force woke
+ * every waiter, and those it had not served went back to sleep
+ * (test_waits_once counted 3 or 4 sleeps where 2 are needed).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,15 +93,24 @@ static bool is_leading(void *arg)
 	return ok;
 }
 
-static bool one_follower(void *arg)
+static bool followers_are(struct sx_log *log, u32 n)
 {
-	struct sx_log *log = arg;
 	bool ok;
 
 	sx_mutex_lock(&log->l_wait_lock);
-	ok = log->l_followers == 1;
+	ok = log->l_followers == n;
 	sx_mutex_unlock(&log->l_wait_lock);
 	return ok;
+}
+
+static bool one_follower(void *arg)
+{
+	return followers_are(arg, 1);
+}
+
+static bool two_followers(void *arg)
+{
+	return followers_are(arg, 2);
 }
 
 /* What the hook saw and did, inside the leader's flush. */
@@ -273,11 +289,98 @@ static void test_fsync_covered(void **state)
 	sx_bdev_destroy(mem);
 }
 
+/* Two callers that come while a leader flushes, started by the hook. */
+struct late_pair {
+	struct sx_log	*log;
+	struct writer	*w[2];
+	pthread_t	th[2];
+	bool		started[2];
+	bool		both_wait;	/* both asleep behind the leader within 30 s */
+};
+
+/* The hook: B and C write in place and fsync while A's flush runs. */
+static void start_late_pair(void *arg)
+{
+	struct late_pair *lp = arg;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		lp->started[i] = !pthread_create(&lp->th[i], NULL, writer_run, lp->w[i]);
+	lp->both_wait = lp->started[0] && lp->started[1] && poll_for(two_followers, lp->log);
+}
+
+/*
+ * A leads; B and C write and fsync while A's flush runs, so A's force
+ * serves neither.  Each sleeps once: when A's force ends, B (the older)
+ * is woken to lead, and C, whose data B's flush covers, sleeps until B's
+ * force is done.  Two flushes in all, and every write survives a power
+ * cut that keeps only what was flushed.
+ */
+static void test_waits_once(void **state)
+{
+	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *cbd;
+	static const char *const names[] = { "a", "b", "c" };
+	struct writer w[3];
+	struct late_pair lp;
+	struct sx_log_stats s0, s1;
+	struct sx_crashdev *cd;
+	struct sxt_shim sh;
+	struct sx_mount *mp;
+	pthread_t ta;
+	u64 f0;
+	int i;
+
+	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
+	sxt_shim_init(&sh, cbd);
+	mp = sxt_mount(&sh.sh_bdev);
+	for (i = 0; i < 3; i++) {
+		u8 buf[BS];
+
+		memset(buf, 0x40 + i, sizeof(buf));
+		w[i] = (struct writer){ .mp = mp, .byte = (u8)(0x50 + i), .sync = true };
+		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
+		assert_int_equal(sx_pwrite(mp, w[i].fd, buf, BS, 0), (s64)BS);
+		assert_int_equal(sx_fsync(mp, w[i].fd), 0);
+	}
+	/* B's and C's writes in place must not wait for a fence: A's flush holds the force lock */
+	unguard(mp);
+
+	memset(&lp, 0, sizeof(lp));
+	lp.log = mp->m_log;
+	lp.w[0] = &w[1];
+	lp.w[1] = &w[2];
+	sxt_shim_hook_flush(&sh, start_late_pair, &lp);
+	sx_log_get_stats(mp, &s0);
+	f0 = sxt_shim_count(&sh.sh_flushes);
+	assert_int_equal(pthread_create(&ta, NULL, writer_run, &w[0]), 0);
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	for (i = 0; i < 2; i++)
+		if (lp.started[i])
+			assert_int_equal(pthread_join(lp.th[i], NULL), 0);
+	assert_true(lp.both_wait);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(w[i].error, 0);
+	sx_log_get_stats(mp, &s1);
+	assert_int_equal(s1.ls_waits - s0.ls_waits, 2);
+	assert_int_equal(sxt_shim_count(&sh.sh_flushes) - f0, 2);
+
+	sx_crashdev_cut_now(cd, SX_CRASH_DROP);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(mem);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(first_byte(mp, names[i]), 0x50 + i);
+	sx_unmount(mp);
+	sx_bdev_destroy(cbd);
+	sx_bdev_destroy(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fsync_shares_flush),
 		cmocka_unit_test(test_fsync_covered),
+		cmocka_unit_test(test_waits_once),
 	};
 
 	sx_thread_enter();
