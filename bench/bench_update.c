@@ -9,7 +9,8 @@
  * The image is a file on the filesystem the peers' floor runs on (not the
  * memory device), 4096-byte blocks, the atomic_swap feature, behind a
  * counting device (bench/benchdev.h): device flushes and writes per update
- * are counted there, transactions and log bytes by the log's own counters.
+ * are counted there, transactions, log bytes and sleeps behind another
+ * thread's log force (waits_op) by the log's own counters.
  * Only the update loop is timed; making the files is not.
  *
  * The log is 128 MiB, as make bench gives XFS, so that neither waits for
@@ -244,12 +245,14 @@ int main(int argc, char **argv)
 
 	total = (double)ops * nthreads;
 	printf("RESULT workload=update impl=%s threads=%d ops=%.0f secs=%.4f "
-	       "ops_s=%.1f flushes_op=%.2f writes_op=%.2f trans_op=%.2f logbytes_op=%.0f\n",
+	       "ops_s=%.1f flushes_op=%.2f writes_op=%.2f trans_op=%.2f logbytes_op=%.0f "
+	       "waits_op=%.2f\n",
 	       atomic_flags ? "swapext-atomic-inplace" : use_atomic ? "swapext-atomic" : "swapext",
 	       nthreads, total, secs, total / secs,
 	       bd_flushes(&s0, &s1) / total, (s1.writes - s0.writes) / total,
 	       (double)(l1.ls_trans - l0.ls_trans) / total,
-	       (double)(l1.ls_bytes - l0.ls_bytes) / total);
+	       (double)(l1.ls_bytes - l0.ls_bytes) / total,
+	       (double)(l1.ls_waits - l0.ls_waits) / total);
 	for (t = 0; t < nthreads; t++) {
 		free(ws[t].model);
 		free(ws[t].buf);
