@@ -184,14 +184,17 @@ struct sx_log {
 	u64		l_flush_done;
 	/*
 	 * Callers of sx_log_force_seq() asleep while another leads, oldest
-	 * first (struct sx_log_waiter), each woken alone: when a force has
-	 * served it, or to lead the next force (sx_log_wake()).
+	 * first (struct sx_log_waiter), each woken alone (sx_log_wake()): by
+	 * a force's completion or its leader's end that finds it served, or
+	 * by the leader's end to lead the next force.  l_flush_done moves
+	 * without waking anyone, but a waiter that needs only a flush waits
+	 * behind a leader, whose end wakes it.
 	 */
 	struct sx_list	l_waiters;
 	/* group commit's batching (sx_log_force_seq()), under l_wait_lock */
 	u32		l_followers;	/* callers on l_waiters */
 	u32		l_group_want;	/* callers the leader gathers, 0 if it is not */
-	u32		l_last_group;	/* callers there were when the last force ended */
+	u32		l_last_group;	/* callers still waiting when the last force ended, + 1 */
 	u64		l_force_ns;	/* a force's usual length (moving average) */
 	u64		l_gather_max_ns; /* the longest a leader gathers (tests raise it) */
 	struct sx_cond	l_gathered;	/* l_followers reached l_group_want */

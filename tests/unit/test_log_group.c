@@ -311,9 +311,9 @@ static void start_late_pair(void *arg)
 
 /*
  * A leads; B and C write and fsync while A's flush runs, so A's force
- * serves neither.  Each sleeps once: when A's force ends, B (the older)
- * is woken to lead, and C, whose data B's flush covers, sleeps until B's
- * force is done.  Two flushes in all, and every write survives a power
+ * serves neither.  Each sleeps once: when A's force ends, the one that
+ * queued first is woken to lead, and the other, whose data that leader's
+ * flush covers, sleeps until its force is done.  Two flushes in all, and every write survives a power
  * cut that keeps only what was flushed.
  */
 static void test_waits_once(void **state)
