@@ -28,6 +28,7 @@
 #include "sxtest.h"
 #include "sxshim.h"
 #include "log_priv.h"
+#include "dev.h"
 #include <swapext/device.h>
 
 #define MIB		(1ull << 20)
@@ -375,12 +376,75 @@ static void test_waits_once(void **state)
 	sx_bdev_destroy(mem);
 }
 
+/* The hook of the shutdown test: B and C queue behind A, then the mount shuts down. */
+static void late_pair_then_shutdown(void *arg)
+{
+	struct late_pair *lp = arg;
+
+	start_late_pair(lp);
+	sx_force_shutdown(lp->w[0]->mp, -EIO, "test: shut down during a flush");
+}
+
+/*
+ * The mount shuts down while A flushes and B and C wait behind it.  Each
+ * of them is woken in turn to lead, finds the mount down, fails with
+ * -EIO and wakes the next: none is left asleep without a leader.  (A
+ * hang fails the test after 30 s instead of hanging it.)
+ */
+static void test_waiters_shutdown(void **state)
+{
+	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0);
+	static const char *const names[] = { "a", "b", "c" };
+	struct writer w[3];
+	struct late_pair lp;
+	struct sxt_shim sh;
+	struct sx_mount *mp;
+	pthread_t ta;
+	bool done[3];
+	int i;
+
+	sxt_shim_init(&sh, mem);
+	mp = sxt_mount(&sh.sh_bdev);
+	for (i = 0; i < 3; i++) {
+		w[i] = (struct writer){ .mp = mp, .byte = (u8)(0x60 + i), .sync = true };
+		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
+		assert_int_equal(sx_pwrite(mp, w[i].fd, &w[i].byte, 1, 0), 1);
+		assert_int_equal(sx_fsync(mp, w[i].fd), 0);
+	}
+	unguard(mp);
+
+	memset(&lp, 0, sizeof(lp));
+	lp.log = mp->m_log;
+	lp.w[0] = &w[1];
+	lp.w[1] = &w[2];
+	sxt_shim_hook_flush(&sh, late_pair_then_shutdown, &lp);
+	assert_int_equal(pthread_create(&ta, NULL, writer_run, &w[0]), 0);
+	for (i = 0; i < 3; i++)
+		done[i] = poll_for(writer_done, &w[i]);
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	for (i = 0; i < 2; i++) {
+		if (!lp.started[i])
+			continue;
+		if (done[i + 1])
+			assert_int_equal(pthread_join(lp.th[i], NULL), 0);
+		else
+			pthread_detach(lp.th[i]);
+	}
+	assert_true(lp.both_wait);
+	assert_true(done[0] && done[1] && done[2]);
+	assert_int_equal(w[1].error, -EIO);
+	assert_int_equal(w[2].error, -EIO);
+	sx_unmount(mp);
+	sx_bdev_destroy(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fsync_shares_flush),
 		cmocka_unit_test(test_fsync_covered),
 		cmocka_unit_test(test_waits_once),
+		cmocka_unit_test(test_waiters_shutdown),
 	};
 
 	sx_thread_enter();
