@@ -311,6 +311,40 @@ static void start_late_pair(void *arg)
 }
 
 /*
+ * Files a, b and c, each with a durable block 0 of @old + i, and a writer
+ * for each that writes a block of @new + i over it and fsyncs.  The last
+ * force is left without a data manifest (unguard()): writes in place then
+ * need no fence, which would wait for a leader that holds the force lock.
+ */
+static void three_writers(struct sx_mount *mp, struct writer w[3], u8 old, u8 new)
+{
+	static const char *const names[] = { "a", "b", "c" };
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		u8 buf[BS];
+
+		memset(buf, old + i, sizeof(buf));
+		w[i] = (struct writer){ .mp = mp, .byte = (u8)(new + i), .sync = true };
+		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
+		assert_int_equal(sx_pwrite(mp, w[i].fd, buf, BS, 0), (s64)BS);
+		assert_int_equal(sx_fsync(mp, w[i].fd), 0);
+	}
+	unguard(mp);
+}
+
+/* Arm @hook to start writers B and C inside the next flush. */
+static void arm_late_pair(struct late_pair *lp, struct sxt_shim *sh, struct sx_mount *mp,
+			  struct writer w[3], void (*hook)(void *arg))
+{
+	memset(lp, 0, sizeof(*lp));
+	lp->log = mp->m_log;
+	lp->w[0] = &w[1];
+	lp->w[1] = &w[2];
+	sxt_shim_hook_flush(sh, hook, lp);
+}
+
+/*
  * A leads; B and C write and fsync while A's flush runs, so A's force
  * serves neither.  Each sleeps once: when A's force ends, the one that
  * queued first is woken to lead, and the other, whose data that leader's
@@ -334,23 +368,8 @@ static void test_waits_once(void **state)
 	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
 	sxt_shim_init(&sh, cbd);
 	mp = sxt_mount(&sh.sh_bdev);
-	for (i = 0; i < 3; i++) {
-		u8 buf[BS];
-
-		memset(buf, 0x40 + i, sizeof(buf));
-		w[i] = (struct writer){ .mp = mp, .byte = (u8)(0x50 + i), .sync = true };
-		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
-		assert_int_equal(sx_pwrite(mp, w[i].fd, buf, BS, 0), (s64)BS);
-		assert_int_equal(sx_fsync(mp, w[i].fd), 0);
-	}
-	/* B's and C's writes in place must not wait for a fence: A's flush holds the force lock */
-	unguard(mp);
-
-	memset(&lp, 0, sizeof(lp));
-	lp.log = mp->m_log;
-	lp.w[0] = &w[1];
-	lp.w[1] = &w[2];
-	sxt_shim_hook_flush(&sh, start_late_pair, &lp);
+	three_writers(mp, w, 0x40, 0x50);
+	arm_late_pair(&lp, &sh, mp, w, start_late_pair);
 	sx_log_get_stats(mp, &s0);
 	f0 = sxt_shim_count(&sh.sh_flushes);
 	assert_int_equal(pthread_create(&ta, NULL, writer_run, &w[0]), 0);
@@ -394,7 +413,6 @@ static void late_pair_then_shutdown(void *arg)
 static void test_waiters_shutdown(void **state)
 {
 	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0);
-	static const char *const names[] = { "a", "b", "c" };
 	struct writer w[3];
 	struct late_pair lp;
 	struct sxt_shim sh;
@@ -405,19 +423,8 @@ static void test_waiters_shutdown(void **state)
 
 	sxt_shim_init(&sh, mem);
 	mp = sxt_mount(&sh.sh_bdev);
-	for (i = 0; i < 3; i++) {
-		w[i] = (struct writer){ .mp = mp, .byte = (u8)(0x60 + i), .sync = true };
-		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
-		assert_int_equal(sx_pwrite(mp, w[i].fd, &w[i].byte, 1, 0), 1);
-		assert_int_equal(sx_fsync(mp, w[i].fd), 0);
-	}
-	unguard(mp);
-
-	memset(&lp, 0, sizeof(lp));
-	lp.log = mp->m_log;
-	lp.w[0] = &w[1];
-	lp.w[1] = &w[2];
-	sxt_shim_hook_flush(&sh, late_pair_then_shutdown, &lp);
+	three_writers(mp, w, 0x60, 0x70);
+	arm_late_pair(&lp, &sh, mp, w, late_pair_then_shutdown);
 	assert_int_equal(pthread_create(&ta, NULL, writer_run, &w[0]), 0);
 	for (i = 0; i < 3; i++)
 		done[i] = poll_for(writer_done, &w[i]);
