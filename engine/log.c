@@ -674,6 +674,27 @@ static void sx_log_wake(struct sx_log *log, bool lead)
 }
 
 /*
+ * Sleep behind the leader until a waker takes this caller off l_waiters
+ * (l_wait_lock held, let go while asleep); true if woken to lead.
+ */
+static bool sx_log_wait_turn(struct sx_log *log, u64 seq, u64 flush)
+{
+	struct sx_log_waiter w = { .w_seq = seq, .w_flush = flush };
+
+	sx_cond_init(&w.w_cond);
+	sx_list_add_tail(&w.w_list, &log->l_waiters);
+	log->l_followers++;
+	log->l_stats.ls_waits++;
+	if (log->l_group_want && log->l_followers + 1 >= log->l_group_want)
+		sx_cond_broadcast(&log->l_gathered);
+	while (!w.w_woken)
+		sx_cond_wait(&w.w_cond, &log->l_wait_lock);
+	/* the waker broadcast under l_wait_lock, which this thread holds again */
+	sx_cond_destroy(&w.w_cond);
+	return w.w_lead;
+}
+
+/*
  * Complete the groups a force took, after their records are durable (or
  * after @error: then nothing of them is in the log and the mount is down).
  * @seq is the commit count when it took them: all those are durable now.
@@ -1049,8 +1070,6 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 	if (data)
 		flush = sx_log_flush_wanted(log);
 	for (;;) {
-		struct sx_log_waiter w;
-
 		if (sx_log_served(log, seq, flush)) {
 			/* woken to lead, but served meanwhile: the next waiter leads */
 			if (lead && !log->l_leading)
@@ -1060,21 +1079,7 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 		}
 		if (!log->l_leading)
 			break;
-		w.w_seq = seq;
-		w.w_flush = flush;
-		w.w_woken = false;
-		w.w_lead = false;
-		sx_cond_init(&w.w_cond);
-		sx_list_add_tail(&w.w_list, &log->l_waiters);
-		log->l_followers++;
-		log->l_stats.ls_waits++;
-		if (log->l_group_want && log->l_followers + 1 >= log->l_group_want)
-			sx_cond_broadcast(&log->l_gathered);
-		while (!w.w_woken)
-			sx_cond_wait(&w.w_cond, &log->l_wait_lock);
-		/* the waker broadcast under l_wait_lock, which this thread holds again */
-		sx_cond_destroy(&w.w_cond);
-		lead = w.w_lead;
+		lead = sx_log_wait_turn(log, seq, flush);
 	}
 	log->l_leading = true;
 	sx_log_gather(mp);

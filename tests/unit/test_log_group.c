@@ -35,6 +35,9 @@
 #define BS		4096u
 #define NS_PER_S	1000000000ull
 
+/* The files of the tests with three writers */
+static const char *const names[] = { "a", "b", "c" };
+
 /* One file's writer: a block of @byte over its durable block 0, then fsync. */
 struct writer {
 	struct sx_mount	*mp;
@@ -182,7 +185,6 @@ static u8 first_byte(struct sx_mount *mp, const char *name)
 static void test_fsync_shares_flush(void **state)
 {
 	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *cbd;
-	static const char *const names[] = { "a", "b", "c" };
 	struct writer w[3];
 	struct mid_flush mf = { .c = &w[2], .b = &w[1] };
 	struct sx_crashdev *cd;
@@ -318,7 +320,6 @@ static void start_late_pair(void *arg)
  */
 static void three_writers(struct sx_mount *mp, struct writer w[3], u8 old, u8 new)
 {
-	static const char *const names[] = { "a", "b", "c" };
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -348,13 +349,12 @@ static void arm_late_pair(struct late_pair *lp, struct sxt_shim *sh, struct sx_m
  * A leads; B and C write and fsync while A's flush runs, so A's force
  * serves neither.  Each sleeps once: when A's force ends, the one that
  * queued first is woken to lead, and the other, whose data that leader's
- * flush covers, sleeps until its force is done.  Two flushes in all, and every write survives a power
- * cut that keeps only what was flushed.
+ * flush covers, sleeps until its force is done.  Two flushes in all, and
+ * every write survives a power cut that keeps only what was flushed.
  */
 static void test_waits_once(void **state)
 {
 	struct sx_bdev *mem = sxt_memfs(16 * MIB, BS, 0), *cbd;
-	static const char *const names[] = { "a", "b", "c" };
 	struct writer w[3];
 	struct late_pair lp;
 	struct sx_log_stats s0, s1;
