@@ -28,7 +28,9 @@
  *                                with the process's peak RSS (maxrss_kb,
  *                                getrusage: the whole run, checks included)
  *                                and the swap's CPU time (cpu_s: steadier
- *                                than its wall time on a loaded machine)
+ *                                than its wall time on a loaded machine),
+ *                                and the device reads and writes it made
+ *                                (each a system call on a file image)
  *
  * A swap exchanges the files whole, so each run swaps back what the last
  * one swapped and every run finds the same layout, mirrored.  Device
@@ -258,8 +260,10 @@ static int cmd_swap(const char *path, u64 n)
 	sx_bdev_destroy(bd);
 	getrusage(RUSAGE_SELF, &ru);
 	printf("RESULT workload=swap impl=swapext n=%llu secs=%.4f extents_s=%.0f "
-	       "cpu_s=%.4f flushes=%llu trans_ext=%.2f logbytes_ext=%.1f maxrss_kb=%ld\n",
-	       (unsigned long long)n, t, n / t, c, bd_flushes(&s0, &s1),
+	       "cpu_s=%.4f flushes=%llu reads=%llu writes=%llu trans_ext=%.2f logbytes_ext=%.1f "
+	       "maxrss_kb=%ld\n",
+	       (unsigned long long)n, t, n / t, c, bd_flushes(&s0, &s1), s1.reads - s0.reads,
+	       s1.writes - s0.writes,
 	       (double)(l1.ls_trans - l0.ls_trans) / n, (double)(l1.ls_bytes - l0.ls_bytes) / n,
 	       ru.ru_maxrss);
 	return 0;

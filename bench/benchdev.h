@@ -36,6 +36,7 @@ struct bd_counts {
 	atomic_ullong	fua;		/* FUA writes: each costs a flush on a file device */
 	atomic_ullong	flushes;	/* flush() calls */
 	atomic_ullong	bytes;		/* bytes written */
+	atomic_ullong	reads;		/* read() calls */
 };
 
 struct bd_count_ctx {
@@ -47,6 +48,7 @@ static int bd_count_read(struct sx_bdev *bd, uint64_t off, void *buf, size_t len
 {
 	struct bd_count_ctx *cx = bd->bd_ctx;
 
+	atomic_fetch_add(&cx->c.reads, 1);
 	return cx->lower->bd_ops->read(cx->lower, off, buf, len);
 }
 
@@ -117,7 +119,7 @@ static inline struct sx_bdev *bd_count_wrap(struct sx_bdev *lower)
 
 /* A snapshot of the counters, plain numbers. */
 struct bd_snap {
-	unsigned long long writes, fua, flushes, bytes;
+	unsigned long long writes, fua, flushes, bytes, reads;
 };
 
 static inline void bd_count_snap(struct sx_bdev *bd, struct bd_snap *s)
@@ -127,6 +129,7 @@ static inline void bd_count_snap(struct sx_bdev *bd, struct bd_snap *s)
 	s->writes = atomic_load(&cx->c.writes);
 	s->fua = atomic_load(&cx->c.fua);
 	s->flushes = atomic_load(&cx->c.flushes);
+	s->reads = atomic_load(&cx->c.reads);
 	s->bytes = atomic_load(&cx->c.bytes);
 }
 
