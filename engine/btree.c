@@ -619,6 +619,22 @@ int sx_btree_get(struct sx_btree_cur *cur, void *rec)
 	return 0;
 }
 
+int sx_btree_get_run(struct sx_btree_cur *cur, void *recs, u32 max, u32 *n)
+{
+	struct sx_btree_level *leaf = &cur->bc_levels[0];
+	u32 k;
+
+	*n = 0;
+	if (!bt_positioned(cur) || max == 0)
+		return -EINVAL;
+	k = sx_min(max, bt_nrecs(leaf->bl_bp) - leaf->bl_ptr);
+	memcpy(recs, bt_rec(cur->bc_ops, leaf->bl_bp->b_data, leaf->bl_ptr),
+	       (size_t)k * cur->bc_ops->bo_recsize);
+	leaf->bl_ptr += k - 1;
+	*n = k;
+	return 0;
+}
+
 /* Move to the next record. */
 int sx_btree_next(struct sx_btree_cur *cur, bool *found)
 {

@@ -79,6 +79,12 @@ int sx_btree_lookup(struct sx_btree_cur *cur, u64 key, enum sx_btree_dir dir, bo
 int sx_btree_first(struct sx_btree_cur *cur, bool *found);
 /** sx_btree_get() - copy the on-disk record at the cursor */
 int sx_btree_get(struct sx_btree_cur *cur, void *rec);
+/**
+ * sx_btree_get_run() - copy the records from the cursor's to the last of
+ * its leaf, at most @max (> 0), into @recs; *@n is how many, and the
+ * cursor stands on the last one copied
+ */
+int sx_btree_get_run(struct sx_btree_cur *cur, void *recs, u32 max, u32 *n);
 /** sx_btree_next() / sx_btree_prev() - move one record; @found false at the end */
 int sx_btree_next(struct sx_btree_cur *cur, bool *found);
 int sx_btree_prev(struct sx_btree_cur *cur, bool *found);

@@ -278,6 +278,34 @@ int sx_fork_get(struct sx_fork_cur *fc, void *rec)
 	return 0;
 }
 
+/* Copy a run of records from the cursor's on (see fork.h). */
+int sx_fork_get_run(struct sx_fork_cur *fc, void *recs, u32 max, u32 *n)
+{
+	struct sx_inode *ip = fc->fc_ip;
+	struct sx_buf *bp;
+	u64 k;
+	int error;
+
+	*n = 0;
+	error = fork_check_form(fc);
+	if (error)
+		return error;
+	if (fc->fc_btree)
+		return sx_btree_get_run(&fc->fc_bt, recs, max, n);
+	if (fc->fc_idx >= ip->i_nrecs || max == 0)
+		return -EINVAL;
+	error = sx_inode_get_buf(ip->i_mp, fc->fc_tp, ip, &bp);
+	if (error)
+		return error;
+	k = sx_min((u64)max, ip->i_nrecs - fc->fc_idx);
+	memcpy(recs, fork_rec(fc, bp->b_data, fc->fc_idx),
+	       (size_t)k * fc->fc_ops->fo_btree->bo_recsize);
+	fork_relse(fc, bp);
+	fc->fc_idx += k - 1;
+	*n = (u32)k;
+	return 0;
+}
+
 /* Move to the next record. */
 int sx_fork_next(struct sx_fork_cur *fc, bool *found)
 {

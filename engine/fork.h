@@ -53,6 +53,12 @@ void sx_fork_cur_release(struct sx_fork_cur *fc);
 int sx_fork_lookup(struct sx_fork_cur *fc, u64 key, enum sx_btree_dir dir, bool *found);
 int sx_fork_first(struct sx_fork_cur *fc, bool *found);
 int sx_fork_get(struct sx_fork_cur *fc, void *rec);
+/**
+ * sx_fork_get_run() - copy the records from the cursor's on, at most @max
+ * (> 0), as far as one block holds them (sx_btree_get_run()); *@n is how
+ * many, and the cursor stands on the last one copied
+ */
+int sx_fork_get_run(struct sx_fork_cur *fc, void *recs, u32 max, u32 *n);
 int sx_fork_next(struct sx_fork_cur *fc, bool *found);
 int sx_fork_prev(struct sx_fork_cur *fc, bool *found);
 /* insert and delete may convert the fork; the cursor is then re-positioned */

@@ -219,8 +219,12 @@ static int sx_shost_read_at(struct sx_trans *tp, struct sx_hinode *hi, u64 start
 	return 0;
 }
 
-/* Records one ho_read_mappings call reads at most. */
-#define SX_SHOST_READ_RECS	8
+/*
+ * Records one ho_read_mappings call reads at most: one lookup of the fork
+ * serves the core's read-ahead (core/swapext.c), and 32 records cost 768
+ * bytes of a kernel stack.
+ */
+#define SX_SHOST_READ_RECS	32
 
 /*
  * The mappings from file block @startoff on, holes included, within

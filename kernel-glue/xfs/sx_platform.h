@@ -4,8 +4,8 @@
  * "sx_platform.h" in fs/xfs/sx/): kernel-glue's own, except that XFS's
  * ASSERT is kept when XFS's headers came first (the binding's files), as
  * kernel-glue's header defines one of its own.  The core uses neither
- * ASSERT nor any platform function but sx_log_emit(), which the binding
- * provides (xfs_swapext.c).
+ * ASSERT nor any platform function but sx_log_emit(), sx_alloc() and
+ * sx_free(), which the binding provides (xfs_swapext.c).
  */
 #ifndef SX_XFS_PLATFORM_H
 #define SX_XFS_PLATFORM_H

@@ -47,11 +47,32 @@
 #include <linux/file.h>
 #include <linux/fsnotify.h>
 #include <linux/mount.h>
+#include <linux/sched/mm.h>
 #include "xfs_swapext.h"
 
 /* ------------------------------------------------------------ the platform */
 
-/* The one platform function the core calls. */
+/*
+ * The platform functions the core calls: its messages, and memory for the
+ * mappings its walks read ahead.  It asks for that only of a host with
+ * ho_read_mappings, which this one has not (xfs_bmapi_read gives one
+ * mapping at a time), and goes on without when it gets none; it always
+ * asks inside a transaction, so never with reclaim into the filesystem.
+ */
+void *sx_alloc(size_t size, unsigned int flags)
+{
+	unsigned int nofs = memalloc_nofs_save();
+	void *p = kvmalloc(size ? size : 1, GFP_KERNEL);
+
+	memalloc_nofs_restore(nofs);
+	return p;
+}
+
+void sx_free(void *p)
+{
+	kvfree(p);
+}
+
 void sx_log_emit(enum sx_log_level level, const char *fmt, ...)
 {
 	struct va_format vaf;

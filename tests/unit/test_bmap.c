@@ -4,7 +4,8 @@
  * lookups of mappings and holes; merges with the left, the right and both
  * neighbours; splits by unmap and by state changes, and the merges state
  * changes make; argument and overlap errors; a random workload against a
- * per-block model that crosses the inline/B+tree boundary of the fork in
+ * per-block model (each check also reading runs of mappings with
+ * sx_bmap_next_n()) that crosses the inline/B+tree boundary of the fork in
  * both directions many times, every operation in a transaction of exactly
  * sx_bmap_res_bytes(), with remounts; a file driven across the boundary
  * back and forth on purpose; and a file of 1,000,000 single-block extents
@@ -163,6 +164,37 @@ static u64 tf_walk(struct tfile *t, struct sx_bmap_irec *out, u64 max)
 	}
 	sx_iunlock(t->ip, SX_ILOCK_EXCL);
 	return n;
+}
+
+/*
+ * sx_bmap_next_n() from random file blocks, for up to three leaves' worth
+ * of records (it copies them out a block at a time, so a run crosses the
+ * end of a leaf or of the inline fork), against the @n mappings of a walk
+ * one at a time.
+ */
+static void check_next_n(struct tfile *t, const struct sx_bmap_irec *all, u64 n, u64 nblocks,
+			 u64 *rs)
+{
+	u32 cap = 3 * (u32)sx_btree_maxrecs(t->mp, &sx_bmbt_ops, true);
+	struct sx_bmap_irec *got = malloc(sizeof(*got) * cap);
+	u64 i, j, b;
+	u32 want, k, ngot;
+
+	assert_non_null(got);
+	sx_ilock(t->ip, SX_ILOCK_EXCL);
+	for (i = 0; i < 16; i++) {
+		b = sxt_rand(rs) % (nblocks + 1);
+		want = 1 + (u32)(sxt_rand(rs) % cap);
+		assert_int_equal(sx_bmap_next_n(NULL, t->ip, b, got, want, &ngot), 0);
+		/* the first mapping that ends after @b, then those after it */
+		for (j = 0; j < n && all[j].br_startoff + all[j].br_blockcount <= b; j++)
+			;
+		assert_int_equal(ngot, sx_min((u64)want, n - j));
+		for (k = 0; k < ngot; k++)
+			assert_memory_equal(&got[k], &all[j + k], sizeof(got[k]));
+	}
+	sx_iunlock(t->ip, SX_ILOCK_EXCL);
+	free(got);
 }
 
 /* Assert that a mapping is what is expected. */
@@ -457,6 +489,7 @@ static void model_check(struct tfile *t, struct model *m, u64 *rs)
 	}
 	assert_int_equal(n, k);
 	assert_int_equal(sx_bmap_count(t->ip), n);
+	check_next_n(t, all, n, m->n, rs);
 	for (i = 0; i < 64; i++) {
 		b = sxt_rand(rs) % m->n;
 		r = tf_lookup(t, b);

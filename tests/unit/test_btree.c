@@ -3,8 +3,9 @@
  * B+tree tests, on a test tree type of 16-byte {key, value} records whose
  * root lives in a test root block: random insert/delete/lookup/next/prev
  * against a model (duplicate keys included) at 512- and 4096-byte blocks,
- * long runs of equal keys, a million-record build, update, persistence
- * across unmount and crash, ENOSPC in a split, and corrupted blocks.
+ * long runs of equal keys (also read a run of records at a time), a
+ * million-record build, update, persistence across unmount and crash,
+ * ENOSPC in a split, and corrupted blocks.
  * After changes every block of the tree is checked by an independent walk:
  * verifier, exact parent keys, sibling chains, fill, block count.
  */
@@ -850,6 +851,52 @@ static void test_random_bigrec(void **state)
 	random_test(4096, 64 * MIB, 8192, 20000, &tbig_ops);
 }
 
+/*
+ * Walk the tree twice, a record at a time and in runs of random length
+ * (sx_btree_get_run(), which stops at the end of a leaf): the same records
+ * in the same order.  A run needs a cursor on a record and room for one.
+ */
+static void check_get_run(struct ttree *t, u64 *rs)
+{
+	struct sx_btree_cur cur;
+	struct trec *all, b[40];
+	u64 n = 0, i = 0, cap = 4096;
+	bool found;
+	u32 got, k;
+
+	all = malloc(sizeof(*all) * cap);
+	assert_non_null(all);
+	tcur(&cur, t, NULL);
+	assert_int_equal(sx_btree_first(&cur, &found), 0);
+	while (found) {
+		assert_true(n < cap);
+		assert_int_equal(sx_btree_get(&cur, &all[n++]), 0);
+		assert_int_equal(sx_btree_next(&cur, &found), 0);
+	}
+	sx_btree_cur_release(&cur);
+	assert_true(n > 1000);
+
+	tcur(&cur, t, NULL);
+	assert_int_equal(sx_btree_get_run(&cur, b, 4, &got), -EINVAL);
+	assert_int_equal(got, 0);
+	assert_int_equal(sx_btree_first(&cur, &found), 0);
+	assert_int_equal(sx_btree_get_run(&cur, b, 0, &got), -EINVAL);
+	while (found) {
+		assert_int_equal(sx_btree_get_run(&cur, b, 1 + (u32)(sxt_rand(rs) % 40), &got), 0);
+		assert_true(got >= 1 && i + got <= n);
+		for (k = 0; k < got; k++)
+			assert_memory_equal(&b[k], &all[i + k], sizeof(b[k]));
+		i += got;
+		/* the cursor stands on the last record copied */
+		assert_int_equal(sx_btree_get(&cur, &b[0]), 0);
+		assert_memory_equal(&b[0], &all[i - 1], sizeof(b[0]));
+		assert_int_equal(sx_btree_next(&cur, &found), 0);
+	}
+	assert_int_equal(i, n);
+	sx_btree_cur_release(&cur);
+	free(all);
+}
+
 /* Long runs of one key across many leaves: GE finds the first, LE the last. */
 static void test_equal_keys(void **state)
 {
@@ -898,6 +945,7 @@ static void test_equal_keys(void **state)
 	assert_int_equal(sx_btree_get(&cur, &got), 0);
 	assert_int_equal(le64_to_cpu(got.val), m.g[0].vals[m.g[0].n - 1]);
 	sx_btree_cur_release(&cur);
+	check_get_run(&t, &rs);
 	for (i = 0; i < 500; i++)
 		check_lookup(&t, &m, &rs);
 	/* delete them in random order, checking as we go */

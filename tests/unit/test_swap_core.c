@@ -218,7 +218,8 @@ static void test_one_file_two_ranges(void **state)
 }
 
 /* Build the same two files in @h. */
-static void build_pair(struct mh_host *h, u32 features, struct mh_inode **a, struct mh_inode **b)
+static void build_pair_n(struct mh_host *h, u32 features, struct mh_inode **a,
+			 struct mh_inode **b, u32 next)
 {
 	u64 e1, e2;
 
@@ -226,11 +227,16 @@ static void build_pair(struct mh_host *h, u32 features, struct mh_inode **a, str
 	mh_init(h, B, features);
 	*a = mh_create(h, 0);
 	*b = mh_create(h, 0);
-	e1 = fill_random(*a, 0, 8);
-	e2 = fill_random(*b, 1, 8);
+	e1 = fill_random(*a, 0, next);
+	e2 = fill_random(*b, 1, next);
 	/* full files of one size, nothing mapped past EOF */
 	(*a)->mi_size = (*b)->mi_size = (s64)mh_max(e1, e2) * B;
 	(*a)->mi_flags |= SX_HSTAT_REFLINK;
+}
+
+static void build_pair(struct mh_host *h, u32 features, struct mh_inode **a, struct mh_inode **b)
+{
+	build_pair_n(h, features, a, b, 8);
 }
 
 static void test_three_algorithms(void **state)
@@ -366,6 +372,50 @@ static void test_readahead(void **state)
 	assert_true(host.mh_nreads > 0);
 	assert_true(host.mh_nreads * 2 < h2.mh_nreads);
 	assert_int_equal(mh_check(&host, 0), 0);
+	mh_destroy(&host);
+	mh_destroy(&h2);
+	mh_destroy(&h3);
+}
+
+/*
+ * A host that gives as many mappings as it is asked for gets up to 64 per
+ * lookup; with no memory for those buffers the walks read a few at a time
+ * (four), and the swap ends the same.
+ */
+static void test_readahead_nomem(void **state)
+{
+	static struct mh_host h2, h3;
+	struct mh_inode *a1, *b1, *a2, *b2, *a3, *b3;
+	struct sx_alloc_stats s0, s1;
+	int error;
+
+	(void)state;
+	build_pair_n(&host, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a1, &b1, 120);
+	build_pair_n(&h2, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a2, &b2, 120);
+	build_pair_n(&h3, SX_HOST_ATOMIC_SWAP | SX_HOST_DIRECT_MAP, &a3, &b3, 120);
+	/* steps of many exchanges: a step's walk starts with a lookup of each file */
+	host.mh_step_pairs = h2.mh_step_pairs = h3.mh_step_pairs = 1000;
+	h2.mh_read_ahead = 1000;
+	h3.mh_read_ahead = 1000;
+	assert_int_equal(do_swap(a1, b1, 0, 0, a1->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	assert_int_equal(do_swap(a2, b2, 0, 0, a2->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL), 0);
+	/* the memory host allocates with malloc: only the core's buffers fail */
+	sx_alloc_get_stats(&s0);
+	sx_alloc_fail(1, true);
+	error = do_swap(a3, b3, 0, 0, a3->mi_size, FILE_SWAP_RANGE_FULL_FILES, NULL);
+	sx_alloc_fail(0, false);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(error, 0);
+	assert_true(s1.as_failed > s0.as_failed);
+	assert_true(mh_same_all(host.mh_inodes, h2.mh_inodes));
+	assert_true(mh_same_all(host.mh_inodes, h3.mh_inodes));
+	printf("lookups: %u with 5 mappings each, %u with 64, %u without memory (4 each)\n",
+	       (unsigned)host.mh_nreads, (unsigned)h2.mh_nreads, (unsigned)h3.mh_nreads);
+	assert_true(h2.mh_nreads * 4 < host.mh_nreads);
+	assert_true(h2.mh_nreads * 4 < h3.mh_nreads);
+	assert_true(host.mh_nreads < h3.mh_nreads);
+	assert_int_equal(mh_check(&h3, 0), 0);
+	check_no_leftovers();
 	mh_destroy(&host);
 	mh_destroy(&h2);
 	mh_destroy(&h3);
@@ -987,6 +1037,7 @@ int main(void)
 		cmocka_unit_test(test_crash_direct),
 		cmocka_unit_test(test_direct_batches),
 		cmocka_unit_test(test_readahead),
+		cmocka_unit_test(test_readahead_nomem),
 		cmocka_unit_test(test_fail_mid_chain),
 		cmocka_unit_test(test_recover_bad_sxi),
 	};
