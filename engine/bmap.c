@@ -205,6 +205,28 @@ static int sx_bmap_prev_rec(struct sx_fork_cur *fc, struct sx_bmap_irec *irec, b
 }
 
 /*
+ * sx_bmap_find() without a lookup, if the cursor stands on the mapping that
+ * contains @off or on one before it whose successor is the answer: changes
+ * made one after another along a file (a swap's steps) find each next
+ * place there, and a lookup costs a few hundred instructions even when the
+ * cursor's path is the one it would walk.  False: look it up.
+ */
+static bool sx_bmap_find_near(struct sx_fork_cur *fc, u64 off, struct sx_bmap_irec *got,
+			      bool *found)
+{
+	if (sx_bmap_get(fc, got) || got->br_startoff > off)
+		return false;
+	if (sx_bmap_end(got) > off) {
+		*found = true;
+		return true;
+	}
+	if (sx_bmap_next_rec(fc, got, found))
+		return false;
+	/* the last mapping ends before @off; or the next one is the answer */
+	return !*found || sx_bmap_end(got) > off;
+}
+
+/*
  * Position @fc on the mapping that contains @off, or else on the first one
  * after it.  *@found is false if there is neither; then the cursor is
  * wherever the search left it.
@@ -214,6 +236,8 @@ static int sx_bmap_find(struct sx_fork_cur *fc, u64 off, struct sx_bmap_irec *go
 {
 	int error;
 
+	if (sx_bmap_find_near(fc, off, got, found))
+		return 0;
 	error = sx_fork_lookup(fc, off, SX_BT_LE, found);
 	if (error)
 		return error;

@@ -8,8 +8,10 @@
  * sx_bmap_next_n()) that crosses the inline/B+tree boundary of the fork in
  * both directions many times, every operation in a transaction of exactly
  * sx_bmap_res_bytes(), with remounts; a file driven across the boundary
- * back and forth on purpose; and a file of 1,000,000 single-block extents
- * (mapping rate, lookup rate and the blocks one lookup touches).
+ * back and forth on purpose; many changes through one kept cursor in one
+ * transaction, as a swap step makes them; and a file of 1,000,000
+ * single-block extents (mapping rate, lookup rate and the blocks one
+ * lookup touches).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -763,6 +765,92 @@ static void test_boundary(void **state)
 	tf_teardown(&t);
 }
 
+/*
+ * A swap step's way of changing a fork: many maps and unmaps in one
+ * transaction through one kept cursor (the *_cur calls), moving along the
+ * file a few blocks at a time and now and then back, so that most finds
+ * start from where the cursor stands and some must look the place up.
+ * Against the model; the blocks are the test's (no allocator), as in
+ * test_boundary.
+ */
+static void test_kept_cursor(void **state)
+{
+	struct tfile t;
+	struct model m;
+	u64 rs = test_seed(), d, d2, i, off, round, nops = 0, back = 0;
+
+	tf_setup(&t, 64 * MIB, 1024);
+	m.n = 12000;
+	m.blk = malloc(sizeof(*m.blk) * m.n);
+	m.st = calloc(1, m.n);
+	assert_non_null(m.blk);
+	assert_non_null(m.st);
+	for (i = 0; i < m.n; i++)
+		m.blk[i] = HOLE;
+	/* every other block: a B+tree of single-block mappings */
+	d = t.mp->m_sb.sb_datastart + 64;
+	d2 = d + m.n + 64;
+	for (i = 0; i < m.n; i += 2) {
+		assert_int_equal(tf_map(&t, i, d + i, 1, 0), 0);
+		m.blk[i] = d + i;
+	}
+	assert_int_equal(t.ip->i_format, SX_DIF_BTREE);
+	model_check(&t, &m, &rs);
+	for (round = 0; round < 40; round++) {
+		struct sx_fork_cur fc;
+		struct sx_trans *tp;
+
+		assert_int_equal(sx_trans_alloc(t.mp, sx_log_max_trans_bytes(t.mp) / 2, 0, &tp), 0);
+		sx_ilock(t.ip, SX_ILOCK_EXCL);
+		sx_fork_cur_init(&fc, t.ip, tp, &sx_bmap_fork_ops);
+		off = sxt_rand(&rs) % m.n;
+		/* while there is room for one more change at its worst, as a step goes on */
+		for (i = 0; i < 4000 && tp->t_bytes + sx_bmap_res_bytes(t.mp, t.ip) <= tp->t_res_bytes;
+		     i++) {
+			struct sx_bmap_irec r;
+
+			if (sxt_rand(&rs) % 10 == 0) {
+				u64 j = 1 + sxt_rand(&rs) % 40;
+
+				off = off > j ? off - j : 0;
+				back++;
+			} else {
+				off = (off + 1 + sxt_rand(&rs) % 3) % m.n;
+			}
+			if (m.blk[off] == HOLE) {
+				r.br_startoff = off;
+				/* one block of its own per file block: neighbours merge */
+				r.br_startblock = d2 + off;
+				r.br_blockcount = 1;
+				r.br_state = 0;
+				assert_int_equal(sx_bmap_map_nocharge_cur(&fc, &r), 0);
+				m.blk[off] = r.br_startblock;
+				t.ip->i_nblocks++;
+			} else {
+				assert_int_equal(sx_bmap_unmap_one_nocharge_cur(&fc, off, 1, &r), 0);
+				assert_int_equal(r.br_startoff, off);
+				assert_int_equal(r.br_blockcount, 1);
+				assert_int_equal(r.br_startblock, m.blk[off]);
+				m.blk[off] = HOLE;
+				t.ip->i_nblocks--;
+			}
+			nops++;
+		}
+		sx_fork_cur_release(&fc);
+		assert_int_equal(sx_inode_log(tp, t.ip), 0);
+		tf_commit(&t, tp);
+		if (round % 8 == 7)
+			model_check(&t, &m, &rs);
+	}
+	model_check(&t, &m, &rs);
+	printf("bmap kept cursor: %llu changes in 40 transactions, %llu steps back\n",
+	       (unsigned long long)nops, (unsigned long long)back);
+	assert_true(nops > 40 * 50);
+	free(m.blk);
+	free(m.st);
+	tf_teardown(&t);
+}
+
 /* ------------------------------------------------------------- a million */
 
 #define MILLION		1000000ull
@@ -863,6 +951,7 @@ int main(void)
 		cmocka_unit_test(test_maxlen),
 		cmocka_unit_test(test_unmap_set_state),
 		cmocka_unit_test(test_boundary),
+		cmocka_unit_test(test_kept_cursor),
 		cmocka_unit_test(test_random_512),
 		cmocka_unit_test(test_random_4096),
 		cmocka_unit_test(test_million),
