@@ -560,6 +560,12 @@ struct sx_shost_cur {
 	u32			sc_res;
 };
 
+/* True if @sc is the cursor of transaction @tp (not of an earlier one). */
+static bool sx_shost_cur_in(const struct sx_shost_cur *sc, const struct sx_trans *tp)
+{
+	return sc->sc_tp == tp && sc->sc_tid == tp->t_tid;
+}
+
 /* @ip's cursor for a direct change in @tp, or NULL (no memory: go without). */
 static struct sx_fork_cur *sx_shost_cur(struct sx_trans *tp, struct sx_inode *ip)
 {
@@ -571,7 +577,7 @@ static struct sx_fork_cur *sx_shost_cur(struct sx_trans *tp, struct sx_inode *ip
 			return NULL;
 		ip->i_swap_cur = sc;
 	}
-	if (sc->sc_tp != tp || sc->sc_tid != tp->t_tid) {
+	if (!sx_shost_cur_in(sc, tp)) {
 		sx_fork_cur_init(&sc->sc_fc, ip, tp, &sx_bmap_fork_ops);
 		sc->sc_tp = tp;
 		sc->sc_tid = tp->t_tid;
@@ -613,7 +619,7 @@ static int sx_shost_now_begin(struct sx_trans *tp, struct sx_inode *ip,
 	 * commits, and finding both again at each change cost 8% of a
 	 * swap's instructions.
 	 */
-	if (sc && sc->sc_joined && sc->sc_tp == tp && sc->sc_tid == tp->t_tid) {
+	if (sc && sc->sc_joined && sx_shost_cur_in(sc, tp)) {
 		*fcp = &sc->sc_fc;
 		return 0;
 	}
