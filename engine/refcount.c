@@ -565,15 +565,21 @@ static int sx_refc_store(struct sx_btree_cur *cur, struct sx_refc_irec *mid, boo
 }
 
 /*
+ * Images still in the log that one step's free cancels at most: blocks a
+ * small atomic write carried before the file was shared.  More stay
+ * withheld from data until a checkpoint, as they would without a cancel.
+ */
+#define SX_REFC_FREE_CANCELS	4
+
+/*
  * Free [@bno, +@len), whose last owner went away, in the step's own
- * transaction (sx_refcount_res_bytes() counts one extent freed; the step
- * cut @len to what one free takes): a freeing of a file of many small
- * extents then costs no EFI step per extent.  Images of the blocks still
- * in the log stay withheld: the step reserved no cancels.
+ * transaction (sx_refcount_res_bytes() counts one extent freed and its
+ * cancels; the step cut @len to what one free takes): a freeing of a file
+ * of many small extents then costs no EFI step per extent.
  */
 static int sx_refc_free(struct sx_trans *tp, u64 bno, u64 len)
 {
-	return sx_free_data(tp, bno, len, 0);
+	return sx_free_data(tp, bno, len, SX_REFC_FREE_CANCELS);
 }
 
 /*
@@ -779,12 +785,14 @@ int sx_refcount_get(struct sx_mount *mp, u64 bno, u32 *count)
 
 /*
  * Log bytes of one step: at most SX_REFC_STEP_OPS B+tree changes in a tree
- * that may grow by a level, the fsinfo block (root), and an extent freed.
+ * that may grow by a level, the fsinfo block (root), and an extent freed
+ * with its cancels.
  */
 u32 sx_refcount_res_bytes(const struct sx_mount *mp)
 {
 	u32 nlevels = sx_fsinfo_refc_nlevels(mp);
 
 	return SX_REFC_STEP_OPS * sx_btree_res_bytes(mp, nlevels + 1) +
-	       sx_trans_buf_bytes(mp) + sx_alloc_res_bytes(mp);
+	       sx_trans_buf_bytes(mp) + sx_alloc_res_bytes(mp) +
+	       SX_REFC_FREE_CANCELS * sx_trans_stale_bytes();
 }

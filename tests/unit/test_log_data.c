@@ -366,6 +366,45 @@ static void test_punch_cancels(void **state)
 }
 
 /*
+ * A shared file frees through the refcount tree: the step that lets the
+ * last owner go frees the blocks in its own transaction, and cancels the
+ * image of a block a small atomic write carried before the file was
+ * shared.  Once that step is durable the block goes to data at once, its
+ * buffer is gone, and the checkpoint after it leaves the block alone.
+ */
+static void test_refcount_free_cancels(void **state)
+{
+	u8 old[BS], got[BS];
+	u32 n0;
+	u64 b;
+	int gfd;
+
+	awrite(50 * BS, BS, 95, 0);
+	b = phys(50 * BS);
+	memcpy(old, model + 50 * BS, BS);
+	/* shared, then its only owner again: the block has no refcount record */
+	assert_int_equal(sx_create(mp, "g", 0644, &gfd), 0);
+	assert_int_equal(sx_clone(mp, gfd, fd), 0);
+	assert_int_equal(sx_close(mp, gfd), 0);
+	assert_int_equal(sx_unlink(mp, "g"), 0);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	n0 = sx_bcache_data_count(mp);
+	assert_true(n0 >= 1);
+
+	assert_int_equal(sx_punch(mp, fd, 50 * BS, BS), 0);
+	memset(model + 50 * BS, 0, BS);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	assert_int_equal(sx_bcache_data_count(mp), n0 - 1);
+	assert_true(data_gets(b));
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
+	assert_memory_not_equal(got, old, BS);
+	verify();
+	crash_remount();
+	verify();
+}
+
+/*
  * sx_trans_stale_data() cancels no more images than asked, nor than the
  * reservation holds; and a transaction that cancelled some and is then
  * cancelled itself leaves them live: still cached, still withheld, still
@@ -714,6 +753,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_freed_cancelled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_punch_cancels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refcount_free_cancels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_not_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearly_full, setup, teardown),
