@@ -30,7 +30,14 @@ int sx_fork_btree_set_root(struct sx_btree_cur *cur, u64 root, u32 nlevels);
 /** sx_fork_btree_charge() - bo_charge of fork trees: the inode's i_nblocks */
 void sx_fork_btree_charge(struct sx_btree_cur *cur, s64 delta);
 
-/* A position in a fork; lives on the caller's stack. */
+/*
+ * A position in a fork; lives on the caller's stack.  One cursor at a time
+ * works on a fork within a transaction: cursors share the transaction's
+ * buffers, and one that lets a block go would take it from under another
+ * (VERIFY in sx_trans_brelse()).  So a kept cursor's path is the fork's
+ * own until it is released, which sx_bmap_find() relies on to start from
+ * where the cursor stands.
+ */
 struct sx_fork_cur {
 	struct sx_inode	*fc_ip;
 	struct sx_trans	*fc_tp;			/* NULL: read-only */
