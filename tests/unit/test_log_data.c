@@ -338,31 +338,39 @@ static void test_freed_cancelled(void **state)
 }
 
 /*
- * A punch frees through the batched free of a file's blocks, which cancels
- * the images of the blocks it frees too: once the punch is durable their
- * buffers are gone, and the checkpoint after it leaves the blocks alone.
+ * Punch the @n blocks at @off of "f", each carried in a record, the first
+ * at @b: once the punch is durable their buffers are gone (their images
+ * were cancelled), data may take @b at once, the checkpoint after it
+ * leaves @b alone, and a crash keeps the hole.
  */
-static void test_punch_cancels(void **state)
+static void punch_cancelled(u64 off, u32 n, u64 b)
 {
-	u8 old[2 * BS], got[BS];
-	u32 n0;
-	u64 b;
+	u8 old[BS], got[BS];
+	u32 n0 = sx_bcache_data_count(mp);
 
-	awrite(30 * BS, 2 * BS, 90, 0);
-	b = phys(30 * BS);
-	memcpy(old, model + 30 * BS, 2 * BS);
-	n0 = sx_bcache_data_count(mp);
-	assert_true(n0 >= 2);
-	assert_int_equal(sx_punch(mp, fd, 30 * BS, 2 * BS), 0);
-	memset(model + 30 * BS, 0, 2 * BS);
+	assert_true(n0 >= n);
+	memcpy(old, model + off, BS);
+	assert_int_equal(sx_punch(mp, fd, off, (u64)n * BS), 0);
+	memset(model + off, 0, (size_t)n * BS);
 	assert_int_equal(sx_fsync(mp, fd), 0);
-	assert_int_equal(sx_bcache_data_count(mp), n0 - 2);
+	assert_int_equal(sx_bcache_data_count(mp), n0 - n);
+	assert_true(data_gets(b));
 	assert_int_equal(sx_checkpoint(mp), 0);
 	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
 	assert_memory_not_equal(got, old, BS);
 	verify();
 	crash_remount();
 	verify();
+}
+
+/*
+ * A punch frees through the batched free of a file's blocks, which cancels
+ * the images of the blocks it frees too.
+ */
+static void test_punch_cancels(void **state)
+{
+	awrite(30 * BS, 2 * BS, 90, 0);
+	punch_cancelled(30 * BS, 2, phys(30 * BS));
 }
 
 /*
@@ -374,34 +382,16 @@ static void test_punch_cancels(void **state)
  */
 static void test_refcount_free_cancels(void **state)
 {
-	u8 old[BS], got[BS];
-	u32 n0;
-	u64 b;
 	int gfd;
 
 	awrite(50 * BS, BS, 95, 0);
-	b = phys(50 * BS);
-	memcpy(old, model + 50 * BS, BS);
 	/* shared, then its only owner again: the block has no refcount record */
 	assert_int_equal(sx_create(mp, "g", 0644, &gfd), 0);
 	assert_int_equal(sx_clone(mp, gfd, fd), 0);
 	assert_int_equal(sx_close(mp, gfd), 0);
 	assert_int_equal(sx_unlink(mp, "g"), 0);
 	assert_int_equal(sx_fsync(mp, fd), 0);
-	n0 = sx_bcache_data_count(mp);
-	assert_true(n0 >= 1);
-
-	assert_int_equal(sx_punch(mp, fd, 50 * BS, BS), 0);
-	memset(model + 50 * BS, 0, BS);
-	assert_int_equal(sx_fsync(mp, fd), 0);
-	assert_int_equal(sx_bcache_data_count(mp), n0 - 1);
-	assert_true(data_gets(b));
-	assert_int_equal(sx_checkpoint(mp), 0);
-	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
-	assert_memory_not_equal(got, old, BS);
-	verify();
-	crash_remount();
-	verify();
+	punch_cancelled(50 * BS, 1, phys(50 * BS));
 }
 
 /*
