@@ -16,12 +16,21 @@
  * chain per piece, and its destination piece is a hole between its unmap
  * and its map).
  *
+ * Every seed runs twice: with its writes made by sx_pwrite(), and made by
+ * sx_atomic_write() (not synced: the syncs stay where they were).  A small
+ * atomic write of a file not yet shared carries its blocks in its log
+ * record; once a clone shares them, the punch, truncate or recreate that
+ * drops their last owner frees them in a refcount step, which cancels
+ * their images, so that recovery puts none of them back over a block
+ * written since.
+ *
  * SX_CRASH_LEVEL=quick samples every 5th write; long runs more seeds.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sxcrash.h"
+#include "sxswap.h"
 
 #define BS		1024u
 #define SECT		512u
@@ -49,6 +58,8 @@ struct run {
 
 static struct sx_bdev *pristine;
 static const char *const names[NF] = { "f0", "f1", "f2" };
+/* the pass: writes by sx_atomic_write() instead of sx_pwrite() */
+static bool atomic_writes;
 
 /* One op of the workload on the model @s and the files @fd. */
 static int one_op(struct sx_mount *mp, u64 *seed, int *fd, struct snap *s, int *opp, int *dp)
@@ -73,6 +84,10 @@ static int one_op(struct sx_mount *mp, u64 *seed, int *fd, struct snap *s, int *
 		memcpy(&s->data[d][boff], buf, blen);
 		if (boff + blen > s->size[d])
 			s->size[d] = boff + blen;
+		if (atomic_writes) {
+			error = sx_atomic_write(mp, fd[d], buf, blen, boff, SX_ATOMIC_NOSYNC);
+			break;
+		}
 		n = sx_pwrite(mp, fd[d], buf, blen, boff);
 		error = n < 0 ? (int)n : (n == (s64)blen ? 0 : -EIO);
 		break;
@@ -267,8 +282,9 @@ static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 
 	workload(cbd, seed, &r);
 	sx_bdev_destroy(cbd);
-	snprintf(what, sizeof(what), "seed %llu write %llu %s", (unsigned long long)seed,
-		 (unsigned long long)w, sxf_mode_name(mode));
+	snprintf(what, sizeof(what), "seed %llu%s write %llu %s", (unsigned long long)seed,
+		 atomic_writes ? " (atomic writes)" : "", (unsigned long long)w,
+		 sxf_mode_name(mode));
 	if (r.error == 0)
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
 	else
@@ -297,39 +313,48 @@ int main(void)
 		12, 13,
 	};
 	const u64 *seeds;
-	u64 nseeds, s, seed, crash_points = 0;
+	struct sx_bdev *plain, *atomic;
+	u64 nseeds, s, n, seed, crash_points = 0;
 	static struct run r;
 
 	sxc_start();
 	nseeds = sxt_seeds("crash_clone", fixed, sxc_pick(4, 4, ARRAY_SIZE(fixed)), &seeds);
-	pristine = sxt_memfs(IMG_SIZE, BS, 2048);
-	for (s = 0; s < nseeds; s++) {
-		struct sx_bdev *img = sxt_bdev_copy(pristine), *cbd;
+	plain = sxt_memfs(IMG_SIZE, BS, 2048);
+	/* atomic writes need the atomic swap feature */
+	atomic = sxs_mkimg(IMG_SIZE, BS, 2048, true);
+	for (n = 0; n < 2 * nseeds; n++) {
+		struct sx_bdev *img, *cbd;
 		struct sxc_cuts cuts = { .step = sxc_pick(5, 1, 1), .per_point = 3 };
 		struct sx_crashdev *cd;
 		struct sx_crashdev_stats st;
 
+		s = n % nseeds;
+		atomic_writes = n >= nseeds;
+		pristine = atomic_writes ? atomic : plain;
+		img = sxt_bdev_copy(pristine);
 		/* the uncut run: how many writes, and it must end clean */
 		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);
 		workload(cbd, seeds[s], &r);
 		sx_crashdev_get_stats(cd, &st);
 		sx_bdev_destroy(cbd);
 		if (r.error) {
-			sxc_fail("seed %llu: the workload failed: %s",
-				 (unsigned long long)seeds[s], sx_strerror(r.error));
+			sxc_fail("seed %llu%s: the workload failed: %s",
+				 (unsigned long long)seeds[s],
+				 atomic_writes ? " (atomic writes)" : "", sx_strerror(r.error));
 			sx_bdev_destroy(img);
 			continue;
 		}
 		sxc_tally(sxc_recover_verify(img, 0, files_ok, &r, "uncut run"));
 		sx_bdev_destroy(img);
-		printf("seed %llu: %d ops, %llu writes, %llu flushes\n",
-		       (unsigned long long)seeds[s], NOPS, (unsigned long long)st.cs_writes,
-		       (unsigned long long)st.cs_flushes);
+		printf("seed %llu%s: %d ops, %llu writes, %llu flushes\n",
+		       (unsigned long long)seeds[s], atomic_writes ? " (atomic writes)" : "", NOPS,
+		       (unsigned long long)st.cs_writes, (unsigned long long)st.cs_flushes);
 		cuts.last = st.cs_writes;
 		seed = seeds[s];
 		crash_points += sxc_cut_writes(&cuts, crash_at, &seed);
 	}
 	printf("crash points: %llu\n", (unsigned long long)crash_points);
-	sx_bdev_destroy(pristine);
+	sx_bdev_destroy(plain);
+	sx_bdev_destroy(atomic);
 	return sxc_end();
 }
