@@ -275,6 +275,11 @@ u32 sx_alloc_res_bytes(const struct sx_mount *mp)
 	return 2 * sx_trans_buf_bytes(mp);
 }
 
+u32 sx_free_data_res_bytes(const struct sx_mount *mp)
+{
+	return sx_alloc_res_bytes(mp) + SX_FREE_DATA_CANCELS * sx_trans_stale_bytes();
+}
+
 /* Remember that bitmap block @idx must be re-counted at the next resync. */
 static void alloc_list_add(struct sx_alloc *a, u32 idx)
 {

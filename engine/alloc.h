@@ -60,6 +60,17 @@ int sx_free_check_data(struct sx_mount *mp, u64 bno, u64 len);
  */
 int sx_free_data(struct sx_trans *tp, u64 bno, u64 len, u32 cancels);
 
+/*
+ * Images still in the log that a free made inside another step (a piece
+ * of sx_file_free_blocks(), a refcount step) cancels at most: enough for
+ * the blocks small atomic writes carry; more stay withheld from data
+ * until a checkpoint, as they would without a cancel.
+ */
+#define SX_FREE_DATA_CANCELS	4
+
+/** sx_free_data_res_bytes() - log bytes of sx_free_data() of one extent with SX_FREE_DATA_CANCELS */
+u32 sx_free_data_res_bytes(const struct sx_mount *mp);
+
 /**
  * sx_alloc_data_extent() - sx_alloc_extent() for blocks that file data will
  * be written into in place: never blocks freed by a transaction that is not

@@ -596,8 +596,6 @@ u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
 
 /* Pieces one transaction of sx_file_free_blocks() reserves room for. */
 #define SX_FILE_FREE_BATCH	32
-/* Images still in the log a piece freed directly cancels at most (sx_free_data()). */
-#define SX_FILE_FREE_CANCELS	4
 
 /*
  * Log bytes of freeing one piece directly: its unmap and one refcount step,
@@ -606,8 +604,7 @@ u32 sx_file_free_res(const struct sx_mount *mp, const struct sx_inode *ip)
 static u32 sx_file_free_piece_res(const struct sx_mount *mp, const struct sx_inode *ip)
 {
 	return sx_bmap_res_bytes(mp, ip) +
-	       sx_max(sx_refcount_res_bytes(mp),
-		      sx_alloc_res_bytes(mp) + SX_FILE_FREE_CANCELS * sx_trans_stale_bytes());
+	       sx_max(sx_refcount_res_bytes(mp), sx_free_data_res_bytes(mp));
 }
 
 /*
@@ -652,9 +649,8 @@ static int sx_file_free_piece(struct sx_trans *tp, struct sx_inode *ip,
 		return sx_refcount_decrease_later(tp, bno, len);
 	}
 	if (len <= sx_alloc_max_extent(mp) &&
-	    sx_trans_space(tp) >= keep + sx_alloc_res_bytes(mp) +
-				  SX_FILE_FREE_CANCELS * sx_trans_stale_bytes())
-		return sx_free_data(tp, bno, len, SX_FILE_FREE_CANCELS);
+	    sx_trans_space(tp) >= keep + sx_free_data_res_bytes(mp))
+		return sx_free_data(tp, bno, len, SX_FREE_DATA_CANCELS);
 	*queued = true;
 	return sx_efi_free_later(tp, bno, len);
 }

@@ -565,13 +565,6 @@ static int sx_refc_store(struct sx_btree_cur *cur, struct sx_refc_irec *mid, boo
 }
 
 /*
- * Images still in the log that one step's free cancels at most: blocks a
- * small atomic write carried before the file was shared.  More stay
- * withheld from data until a checkpoint, as they would without a cancel.
- */
-#define SX_REFC_FREE_CANCELS	4
-
-/*
  * Free [@bno, +@len), whose last owner went away, in the step's own
  * transaction (sx_refcount_res_bytes() counts one extent freed and its
  * cancels; the step cut @len to what one free takes): a freeing of a file
@@ -579,7 +572,7 @@ static int sx_refc_store(struct sx_btree_cur *cur, struct sx_refc_irec *mid, boo
  */
 static int sx_refc_free(struct sx_trans *tp, u64 bno, u64 len)
 {
-	return sx_free_data(tp, bno, len, SX_REFC_FREE_CANCELS);
+	return sx_free_data(tp, bno, len, SX_FREE_DATA_CANCELS);
 }
 
 /*
@@ -793,6 +786,5 @@ u32 sx_refcount_res_bytes(const struct sx_mount *mp)
 	u32 nlevels = sx_fsinfo_refc_nlevels(mp);
 
 	return SX_REFC_STEP_OPS * sx_btree_res_bytes(mp, nlevels + 1) +
-	       sx_trans_buf_bytes(mp) + sx_alloc_res_bytes(mp) +
-	       SX_REFC_FREE_CANCELS * sx_trans_stale_bytes();
+	       sx_trans_buf_bytes(mp) + sx_free_data_res_bytes(mp);
 }
