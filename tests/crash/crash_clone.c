@@ -61,6 +61,12 @@ static const char *const names[NF] = { "f0", "f1", "f2" };
 /* the pass: writes by sx_atomic_write() instead of sx_pwrite() */
 static bool atomic_writes;
 
+/* The pass, for the messages after a seed. */
+static const char *pass_name(void)
+{
+	return atomic_writes ? " (atomic writes)" : "";
+}
+
 /* One op of the workload on the model @s and the files @fd. */
 static int one_op(struct sx_mount *mp, u64 *seed, int *fd, struct snap *s, int *opp, int *dp)
 {
@@ -283,8 +289,7 @@ static int crash_at(void *arg, u64 w, enum sx_crash_mode mode)
 	workload(cbd, seed, &r);
 	sx_bdev_destroy(cbd);
 	snprintf(what, sizeof(what), "seed %llu%s write %llu %s", (unsigned long long)seed,
-		 atomic_writes ? " (atomic writes)" : "", (unsigned long long)w,
-		 sxf_mode_name(mode));
+		 pass_name(), (unsigned long long)w, sxf_mode_name(mode));
 	if (r.error == 0)
 		fprintf(stderr, "FAIL %s: the workload did not see the power cut\n", what);
 	else
@@ -339,15 +344,14 @@ int main(void)
 		sx_bdev_destroy(cbd);
 		if (r.error) {
 			sxc_fail("seed %llu%s: the workload failed: %s",
-				 (unsigned long long)seeds[s],
-				 atomic_writes ? " (atomic writes)" : "", sx_strerror(r.error));
+				 (unsigned long long)seeds[s], pass_name(), sx_strerror(r.error));
 			sx_bdev_destroy(img);
 			continue;
 		}
 		sxc_tally(sxc_recover_verify(img, 0, files_ok, &r, "uncut run"));
 		sx_bdev_destroy(img);
 		printf("seed %llu%s: %d ops, %llu writes, %llu flushes\n",
-		       (unsigned long long)seeds[s], atomic_writes ? " (atomic writes)" : "", NOPS,
+		       (unsigned long long)seeds[s], pass_name(), NOPS,
 		       (unsigned long long)st.cs_writes, (unsigned long long)st.cs_flushes);
 		cuts.last = st.cs_writes;
 		seed = seeds[s];
