@@ -762,6 +762,80 @@ static int bt_insert_entry(struct sx_btree_cur *cur, struct sx_buf *bp, u32 i, c
 }
 
 /*
+ * Move @count entries from the start of @rbp to the end of @bp (its left
+ * neighbour at the same level), logging both.
+ */
+static int bt_move_left(struct sx_btree_cur *cur, struct sx_buf *bp, struct sx_buf *rbp,
+			u32 count)
+{
+	u32 level = bt_level(bp), n = bt_nrecs(bp), rn = bt_nrecs(rbp);
+	int error;
+
+	bt_copy(cur, level, bp->b_data, n, rbp->b_data, 0, count);
+	bt_copy(cur, level, rbp->b_data, 0, rbp->b_data, count, rn - count);
+	bt_zero(cur, level, rbp->b_data, rn - count, count);
+	error = bt_set_nrecs(cur, bp, n + count);
+	if (!error)
+		error = bt_log_ents(cur, bp, n, count);
+	if (!error)
+		error = bt_set_nrecs(cur, rbp, rn - count);
+	if (!error)
+		error = bt_log_ents(cur, rbp, 0, rn);
+	return error;
+}
+
+/*
+ * Move @count entries from the end of @lbp to the start of @bp (its right
+ * neighbour at the same level), logging both.
+ */
+static int bt_move_right(struct sx_btree_cur *cur, struct sx_buf *lbp, struct sx_buf *bp,
+			 u32 count)
+{
+	u32 level = bt_level(bp), n = bt_nrecs(bp), ln = bt_nrecs(lbp);
+	int error;
+
+	bt_copy(cur, level, bp->b_data, count, bp->b_data, 0, n);
+	bt_copy(cur, level, bp->b_data, 0, lbp->b_data, ln - count, count);
+	bt_zero(cur, level, lbp->b_data, ln - count, count);
+	error = bt_set_nrecs(cur, bp, n + count);
+	if (!error)
+		error = bt_log_ents(cur, bp, 0, n + count);
+	if (!error)
+		error = bt_set_nrecs(cur, lbp, ln - count);
+	if (!error)
+		error = bt_log_ents(cur, lbp, ln - count, count);
+	return error;
+}
+
+/*
+ * Read the sibling of the path block at @level under the same parent, at
+ * parent entry @pi, and check that the sibling pointers agree.
+ */
+static int bt_read_sibling(struct sx_btree_cur *cur, u32 level, u32 pi, bool right,
+			   struct sx_buf **bpp)
+{
+	struct sx_mount *mp = cur->bc_mp;
+	struct sx_buf *bp = cur->bc_levels[level].bl_bp, *sbp;
+	const struct sx_dbtree_block *b, *s;
+	int error;
+
+	error = bt_read_child(cur, cur->bc_levels[level + 1].bl_bp, pi, &sbp);
+	if (error)
+		return error;
+	b = bt_blk(bp);
+	s = bt_blk(sbp);
+	if (SX_IS_CORRUPT(mp, right ? (le64_to_cpu(b->bt_rightsib) != sbp->b_blkno ||
+				       le64_to_cpu(s->bt_leftsib) != bp->b_blkno)
+				    : (le64_to_cpu(b->bt_leftsib) != sbp->b_blkno ||
+				       le64_to_cpu(s->bt_rightsib) != bp->b_blkno))) {
+		bt_relse(cur, sbp);
+		return -EFSCORRUPTED;
+	}
+	*bpp = sbp;
+	return 0;
+}
+
+/*
  * Split the full block at @level of the path in two, its upper half going to
  * a new right sibling, and insert the entry at @idx into whichever half it
  * belongs in.  The path is not changed; @sp says where the entry went.
@@ -953,52 +1027,6 @@ int sx_btree_insert(struct sx_btree_cur *cur, const void *rec)
 }
 
 /*
- * Move @count entries from the start of @rbp to the end of @bp (its left
- * neighbour at the same level), logging both.
- */
-static int bt_move_left(struct sx_btree_cur *cur, struct sx_buf *bp, struct sx_buf *rbp,
-			u32 count)
-{
-	u32 level = bt_level(bp), n = bt_nrecs(bp), rn = bt_nrecs(rbp);
-	int error;
-
-	bt_copy(cur, level, bp->b_data, n, rbp->b_data, 0, count);
-	bt_copy(cur, level, rbp->b_data, 0, rbp->b_data, count, rn - count);
-	bt_zero(cur, level, rbp->b_data, rn - count, count);
-	error = bt_set_nrecs(cur, bp, n + count);
-	if (!error)
-		error = bt_log_ents(cur, bp, n, count);
-	if (!error)
-		error = bt_set_nrecs(cur, rbp, rn - count);
-	if (!error)
-		error = bt_log_ents(cur, rbp, 0, rn);
-	return error;
-}
-
-/*
- * Move @count entries from the end of @lbp to the start of @bp (its right
- * neighbour at the same level), logging both.
- */
-static int bt_move_right(struct sx_btree_cur *cur, struct sx_buf *lbp, struct sx_buf *bp,
-			 u32 count)
-{
-	u32 level = bt_level(bp), n = bt_nrecs(bp), ln = bt_nrecs(lbp);
-	int error;
-
-	bt_copy(cur, level, bp->b_data, count, bp->b_data, 0, n);
-	bt_copy(cur, level, bp->b_data, 0, lbp->b_data, ln - count, count);
-	bt_zero(cur, level, lbp->b_data, ln - count, count);
-	error = bt_set_nrecs(cur, bp, n + count);
-	if (!error)
-		error = bt_log_ents(cur, bp, 0, n + count);
-	if (!error)
-		error = bt_set_nrecs(cur, lbp, ln - count);
-	if (!error)
-		error = bt_log_ents(cur, lbp, ln - count, count);
-	return error;
-}
-
-/*
  * Merge @rbp into its left neighbour @bp: copy all of its entries over,
  * unlink it from the sibling chain and free it (its contents stay as they
  * were: the block stops being metadata).
@@ -1035,34 +1063,6 @@ static int bt_merge(struct sx_btree_cur *cur, struct sx_buf *bp, struct sx_buf *
 	if (error)
 		return error;
 	return bt_free_block(cur, rbp);
-}
-
-/*
- * Read the sibling of the path block at @level under the same parent, at
- * parent entry @pi, and check that the sibling pointers agree.
- */
-static int bt_read_sibling(struct sx_btree_cur *cur, u32 level, u32 pi, bool right,
-			   struct sx_buf **bpp)
-{
-	struct sx_mount *mp = cur->bc_mp;
-	struct sx_buf *bp = cur->bc_levels[level].bl_bp, *sbp;
-	const struct sx_dbtree_block *b, *s;
-	int error;
-
-	error = bt_read_child(cur, cur->bc_levels[level + 1].bl_bp, pi, &sbp);
-	if (error)
-		return error;
-	b = bt_blk(bp);
-	s = bt_blk(sbp);
-	if (SX_IS_CORRUPT(mp, right ? (le64_to_cpu(b->bt_rightsib) != sbp->b_blkno ||
-				       le64_to_cpu(s->bt_leftsib) != bp->b_blkno)
-				    : (le64_to_cpu(b->bt_leftsib) != sbp->b_blkno ||
-				       le64_to_cpu(s->bt_rightsib) != bp->b_blkno))) {
-		bt_relse(cur, sbp);
-		return -EFSCORRUPTED;
-	}
-	*bpp = sbp;
-	return 0;
 }
 
 /*
