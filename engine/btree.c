@@ -18,12 +18,15 @@
  * bounds), and a block already on the path is never read again, so a cyclic
  * pointer is reported as corruption instead of deadlocking or looping.
  *
- * Insert splits a full block in two halves (a new right sibling) and grows
- * a new root when the root splits.  Delete keeps every non-root block at
- * least half full: an underfull block takes entries from a sibling under
- * the same parent, or merges with it and removes the parent's entry, and a
- * root node left with one child is replaced by that child.  The cursor is
- * kept on the right entry through all of it, at every level.
+ * Insert into a full leaf first hands records to a sibling under the same
+ * parent that has room, so that records inserted in order fill the leaves;
+ * otherwise, and in nodes, it splits the full block in two halves (a new
+ * right sibling), and grows a new root when the root splits.  Delete keeps
+ * every non-root block at least half full: an underfull block takes
+ * entries from a sibling under the same parent, or merges with it and
+ * removes the parent's entry, and a root node left with one child is
+ * replaced by that child.  The cursor is kept on the right entry through
+ * all of it, at every level.
  *
  * Logging: every change logs exactly the header field or entry range that
  * changed; a new block is logged whole (it is initialised in the
@@ -937,6 +940,85 @@ static int bt_insert_first(struct sx_btree_cur *cur, const void *rec)
 	return bt_set_root(cur);
 }
 
+/*
+ * Make room for @rec at @idx of the full leaf on the path by handing
+ * records to a sibling under the same parent that has room (the right one
+ * first), so that the two end about equally full, instead of splitting.
+ * A split leaves two half-full leaves behind, so records that come in
+ * order (a file written from start to end) would leave every leaf half
+ * empty: twice the blocks to read, write and log for every walk of the
+ * tree.  Of the leaf's records with @rec in its place, the last (or first)
+ * m go to the sibling; @rec lands in whichever block its place fell to, and
+ * the cursor ends on it.  Both blocks stay at least half full.  *@done is
+ * false, and nothing changed, when neither sibling has room.
+ */
+static int bt_shift_insert(struct sx_btree_cur *cur, u32 idx, const void *rec, bool *done)
+{
+	struct sx_btree_level *lv = &cur->bc_levels[0], *plv = &cur->bc_levels[1];
+	struct sx_buf *bp = lv->bl_bp, *pbp = plv->bl_bp, *sbp;
+	u32 pi = plv->bl_ptr, n = bt_nrecs(bp), max = bt_max(cur, 0), m, k;
+	bool moves;		/* @rec goes to the sibling */
+	int error;
+
+	*done = false;
+	if (pi + 1 < bt_nrecs(pbp)) {
+		error = bt_read_sibling(cur, 0, pi + 1, true, &sbp);
+		if (error)
+			return error;
+		if (bt_nrecs(sbp) < max) {
+			m = (n + 1 - bt_nrecs(sbp)) / 2;
+			moves = idx >= n + 1 - m;
+			k = m - moves;
+			error = k ? bt_move_right(cur, bp, sbp, k) : 0;
+			if (!error && moves) {
+				lv->bl_bp = sbp;
+				plv->bl_ptr = pi + 1;
+				idx -= n + 1 - m;
+			}
+			if (!error)
+				error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
+			if (!error)
+				error = bt_set_parent_key(cur, pbp, pi + 1, sbp);
+			if (error)
+				return error;
+			lv->bl_ptr = idx;
+			*done = true;
+			/* @rec first in the leaf: keys above may change, as in a plain insert */
+			return !moves && idx == 0 ? bt_update_keys(cur, 0) : 0;
+		}
+		bt_relse(cur, sbp);
+	}
+	if (pi > 0) {
+		error = bt_read_sibling(cur, 0, pi - 1, false, &sbp);
+		if (error)
+			return error;
+		if (bt_nrecs(sbp) < max) {
+			m = (n + 1 - bt_nrecs(sbp)) / 2;
+			moves = idx < m;
+			k = m - moves;
+			if (moves) {
+				lv->bl_bp = sbp;
+				plv->bl_ptr = pi - 1;
+				idx += bt_nrecs(sbp);
+			} else {
+				idx -= k;
+			}
+			error = k ? bt_move_left(cur, sbp, bp, k) : 0;
+			if (!error)
+				error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
+			if (!error)
+				error = bt_set_parent_key(cur, pbp, pi, bp);
+			if (error)
+				return error;
+			lv->bl_ptr = idx;
+			*done = true;
+			return 0;
+		}
+		bt_relse(cur, sbp);
+	}
+	return 0;
+}
+
 /* Insert @rec after any records with an equal key; the cursor ends on it. */
 int sx_btree_insert(struct sx_btree_cur *cur, const void *rec)
 {
@@ -985,6 +1067,13 @@ int sx_btree_insert(struct sx_btree_cur *cur, const void *rec)
 					return error;
 			}
 			break;
+		}
+		if (l == 0 && top > 0) {
+			bool done;
+
+			error = bt_shift_insert(cur, idx, rec, &done);
+			if (error || done)
+				return error;
 		}
 		error = bt_split(cur, l, idx, rec, &ent, &sp[l]);
 		if (error)

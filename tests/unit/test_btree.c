@@ -336,6 +336,7 @@ static int t_delete(struct ttree *t, u64 key, u32 skip, u64 val, const struct tr
 struct walk {
 	struct ttree	*t;
 	u64		blocks;
+	u64		leaves;
 	u64		prev_at[SX_BTREE_MAXLEVELS];	/* last block seen per level */
 	struct trec	*recs;				/* records in order, if wanted */
 	u64		nrecs, cap;
@@ -372,6 +373,7 @@ static void walk_block(struct walk *w, u64 bno, u32 level, bool is_root, u64 lo,
 	else
 		assert_true(n >= (level ? nmax : lmax) / 2 && n >= 1);
 	if (level == 0) {
+		w->leaves++;
 		for (i = 0; i < n; i++) {
 			struct trec *r = (struct trec *)((u8 *)b + sizeof(*b) + i * ops->bo_recsize);
 
@@ -411,8 +413,11 @@ static void walk_block(struct walk *w, u64 bno, u32 level, bool is_root, u64 lo,
 	free(ptrs);
 }
 
-/* Check the whole tree; collect its records into *@recs (malloc'ed) if given. */
-static void check_tree(struct ttree *t, struct trec **recs, u64 *nrecs)
+/*
+ * Check the whole tree; collect its records into *@recs (malloc'ed) if
+ * given; return its number of leaves.
+ */
+static u64 check_tree(struct ttree *t, struct trec **recs, u64 *nrecs)
 {
 	struct walk w;
 	struct sx_mount *mp = t->mp;
@@ -450,6 +455,7 @@ static void check_tree(struct ttree *t, struct trec **recs, u64 *nrecs)
 	} else if (nrecs) {
 		*nrecs = w.nrecs;
 	}
+	return w.leaves;
 }
 
 /* Iterate the tree read-only (first/next, then prev back) and compare with @want. */
@@ -956,6 +962,50 @@ static void test_equal_keys(void **state)
 	}
 	check_all(&t, &m);
 	model_free(&m);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
+/*
+ * Records inserted in order fill the leaves: a full leaf hands records to a
+ * sibling with room before it splits, so ascending keys (a file written
+ * from start to end) and descending ones leave every leaf full but the
+ * last two, where splits alone would leave them half full.  Then keys in
+ * order into the gaps of those full leaves (odd keys between even ones):
+ * the tree stays sound, every record in its place.
+ */
+static void test_ordered_fill(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(32 * MIB, 512, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	u64 lmax = sx_btree_maxrecs(mp, &tbt_ops, true), N = 60 * lmax, i, n, leaves;
+	struct trec *recs;
+	struct ttree t;
+	int order;
+
+	for (order = 0; order < 2; order++) {
+		ttree_create(&t, mp);
+		for (i = 0; i < N; i++)
+			assert_int_equal(t_insert(&t, 2 * (order ? N - 1 - i : i), i), 0);
+		leaves = check_tree(&t, &recs, &n);
+		assert_int_equal(n, N);
+		for (i = 0; i < N; i++)
+			assert_int_equal(le64_to_cpu(recs[i].key), 2 * i);
+		free(recs);
+		printf("# btree %s fill: %llu records of at most %llu a leaf in %llu leaves\n",
+		       order ? "descending" : "ascending", (unsigned long long)N,
+		       (unsigned long long)lmax, (unsigned long long)leaves);
+		assert_true(leaves <= N / lmax + 2);
+
+		/* the odd keys between, in order: every leaf is full when they start */
+		for (i = 0; i < N; i++)
+			assert_int_equal(t_insert(&t, 2 * i + 1, N + i), 0);
+		check_tree(&t, &recs, &n);
+		assert_int_equal(n, 2 * N);
+		for (i = 0; i < 2 * N; i++)
+			assert_int_equal(le64_to_cpu(recs[i].key), i);
+		free(recs);
+	}
 	assert_int_equal(sx_unmount(mp), 0);
 	sx_bdev_destroy(bd);
 }
@@ -1713,6 +1763,7 @@ int main(void)
 		cmocka_unit_test(test_random_4096),
 		cmocka_unit_test(test_random_bigrec),
 		cmocka_unit_test(test_equal_keys),
+		cmocka_unit_test(test_ordered_fill),
 		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_build_collect_free),
 		cmocka_unit_test(test_million),
