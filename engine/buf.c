@@ -12,6 +12,13 @@
 #include "dev.h"
 #include "log.h"
 
+/*
+ * Before-images kept for the next joins: more than the buffers a
+ * transaction usually joins at once (a swap step, a batch of frees), so
+ * that their memory stays warm; beyond that they go back to the allocator.
+ */
+#define SX_BCACHE_ORIGS		64
+
 struct sx_bcache {
 	struct sx_mutex	bc_lock;
 	u32		bc_nhash;	/* power of 2 */
@@ -25,6 +32,9 @@ struct sx_bcache {
 	u32		bc_ndata;
 	u64		bc_tail;	/* the log's tail, as sx_bcache_set_tail() said */
 	struct sx_bcache_stats bc_stats;
+	u32		bc_bsize;
+	u32		bc_norigs;
+	void		*bc_origs[SX_BCACHE_ORIGS];	/* before-images to reuse */
 };
 
 /* Bucket of @blkno. */
@@ -44,6 +54,7 @@ int sx_bcache_init(struct sx_mount *mp, u32 max)
 	bc = sx_zalloc(sizeof(*bc), 0);
 	if (!bc)
 		return -ENOMEM;
+	bc->bc_bsize = mp->m_bsize;
 	bc->bc_max = max ? max : 4096;
 	if (bc->bc_max < 64)
 		bc->bc_max = 64;
@@ -107,6 +118,8 @@ void sx_bcache_destroy(struct sx_mount *mp)
 			sx_buf_free(bp);
 		}
 	}
+	while (bc->bc_norigs)
+		sx_free(bc->bc_origs[--bc->bc_norigs]);
 	sx_mutex_destroy(&bc->bc_lock);
 	sx_free(bc->bc_hash);
 	sx_free(bc);
@@ -341,6 +354,40 @@ void sx_bcache_set_tail(struct sx_mount *mp, u64 tail)
 			sx_bcache_evict(bc, bp);
 	}
 	sx_mutex_unlock(&bc->bc_lock);
+}
+
+/* Give @bp a before-image, from those kept for reuse if there is one. */
+int sx_buf_orig_get(struct sx_buf *bp)
+{
+	struct sx_bcache *bc = bp->b_bc;
+
+	if (bp->b_orig)
+		return 0;
+	sx_mutex_lock(&bc->bc_lock);
+	if (bc->bc_norigs)
+		bp->b_orig = bc->bc_origs[--bc->bc_norigs];
+	sx_mutex_unlock(&bc->bc_lock);
+	if (!bp->b_orig)
+		bp->b_orig = sx_alloc(bc->bc_bsize, SX_NOFS);
+	return bp->b_orig ? 0 : -ENOMEM;
+}
+
+/* Take @bp's before-image back, to keep for reuse or free. */
+void sx_buf_orig_put(struct sx_buf *bp)
+{
+	struct sx_bcache *bc = bp->b_bc;
+	void *orig = bp->b_orig;
+
+	if (!orig)
+		return;
+	bp->b_orig = NULL;
+	sx_mutex_lock(&bc->bc_lock);
+	if (bc->bc_norigs < SX_BCACHE_ORIGS) {
+		bc->bc_origs[bc->bc_norigs++] = orig;
+		orig = NULL;
+	}
+	sx_mutex_unlock(&bc->bc_lock);
+	sx_free(orig);
 }
 
 /* Take another reference to a referenced buffer. */

@@ -76,7 +76,8 @@ struct sx_buf {
 	struct sx_trans	*b_trans;
 	struct sx_list	b_tlist;	/* on the transaction's buffer list */
 	struct sx_list	b_thash;	/* on a bucket of the transaction's hash (trans.c) */
-	void		*b_orig;	/* contents before this transaction, for cancel */
+	void		*b_orig;	/* contents before this transaction, for cancel;
+					 * NULL out of a transaction */
 	u32		b_tcost;	/* worst-case log bytes of its changes */
 	u64		b_logmap[SX_BUF_MAP_WORDS];
 	/*
@@ -127,6 +128,20 @@ int sx_buf_read(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
  */
 int sx_buf_get(struct sx_mount *mp, u64 blkno, const struct sx_buf_ops *ops,
 	       u64 owner, struct sx_buf **bpp);
+
+/**
+ * sx_buf_orig_get() - give a buffer joining a transaction its before-image
+ *
+ * A buffer holds one only while it is joined (trans.c): the memory comes
+ * from the few the cache keeps for reuse, or the allocator, so that a cache
+ * full of buffers does not carry a second block each, and a join reuses
+ * memory already touched instead of faulting in new pages.
+ *
+ * Return: 0 (also if it has one already), -ENOMEM.
+ */
+int sx_buf_orig_get(struct sx_buf *bp);
+/** sx_buf_orig_put() - take a buffer's before-image back as it leaves its transaction */
+void sx_buf_orig_put(struct sx_buf *bp);
 
 /** sx_buf_relse() - unlock and release a buffer */
 void sx_buf_relse(struct sx_buf *bp);

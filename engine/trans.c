@@ -96,12 +96,11 @@ static struct sx_buf *sx_trans_find_buf(struct sx_trans *tp, u64 blkno)
 static int sx_trans_attach(struct sx_trans *tp, struct sx_buf *bp)
 {
 	struct sx_mount *mp = tp->t_mp;
+	int error;
 
-	if (!bp->b_orig) {
-		bp->b_orig = sx_alloc(mp->m_bsize, SX_NOFS);
-		if (!bp->b_orig)
-			return -ENOMEM;
-	}
+	error = sx_buf_orig_get(bp);
+	if (error)
+		return error;
 	memcpy(bp->b_orig, bp->b_data, mp->m_bsize);
 	memset(bp->b_logmap, 0, sizeof(bp->b_logmap));
 	bp->b_tcost = 0;
@@ -320,6 +319,7 @@ void sx_trans_bhold_release(struct sx_trans *tp, struct sx_buf *bp)
 /* Detach a buffer from its transaction. */
 static void sx_trans_detach(struct sx_buf *bp)
 {
+	sx_buf_orig_put(bp);
 	sx_list_del(&bp->b_thash);
 	sx_list_del(&bp->b_tlist);
 	bp->b_trans = NULL;

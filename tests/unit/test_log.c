@@ -178,6 +178,48 @@ static void test_cancel_restores(void **state)
 	sx_bdev_destroy(bd);
 }
 
+/*
+ * A buffer holds its before-image (the copy a cancel restores) only while it
+ * is joined to a transaction: a cached buffer holds none, and the next join
+ * of any buffer takes the memory the last transaction gave back.
+ */
+static void test_orig_only_joined(void **state)
+{
+	struct sx_bdev *bd = sxt_memfs(8 * MIB, 4096, 0);
+	struct sx_mount *mp = sxt_mount(bd);
+	struct sx_trans *tp;
+	struct sx_buf *bp;
+	u64 b = data0(mp), gen;
+	void *orig;
+
+	put_tblock(mp, b, 1, 0);
+	put_tblock(mp, b + 1, 1, 0);
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b, &sxt_tblock_ops, 0, &bp), 0);
+	orig = bp->b_orig;
+	assert_non_null(orig);
+	assert_int_equal(sxt_tblock_update(tp, b, 2), 0);
+	assert_int_equal(sx_trans_commit(tp), 0);
+
+	/* cached, out of any transaction: no before-image */
+	assert_int_equal(sx_buf_read(mp, b, &sxt_tblock_ops, 0, &bp), 0);
+	assert_null(bp->b_orig);
+	sx_buf_relse(bp);
+
+	/* another block's join reuses it; a cancel still restores from it */
+	assert_int_equal(sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp), 0);
+	assert_int_equal(sx_trans_read_buf(tp, b + 1, &sxt_tblock_ops, 0, &bp), 0);
+	assert_ptr_equal(bp->b_orig, orig);
+	assert_int_equal(sxt_tblock_update(tp, b + 1, 7), 0);
+	sx_trans_cancel(tp);
+	assert_int_equal(sxt_tblock_read(mp, b + 1, &gen), 0);
+	assert_int_equal(gen, 1);
+	assert_int_equal(sxt_tblock_read(mp, b, &gen), 0);
+	assert_int_equal(gen, 2);
+	assert_int_equal(sx_unmount(mp), 0);
+	sx_bdev_destroy(bd);
+}
+
 /* Rolling keeps a held buffer locked and joined; all steps are committed. */
 static void test_roll(void **state)
 {
@@ -1111,6 +1153,7 @@ int main(void)
 		cmocka_unit_test(test_force_then_crash),
 		cmocka_unit_test(test_unforced_lost),
 		cmocka_unit_test(test_cancel_restores),
+		cmocka_unit_test(test_orig_only_joined),
 		cmocka_unit_test(test_roll),
 		cmocka_unit_test(test_reservation_limits),
 		cmocka_unit_test(test_wraparound),
