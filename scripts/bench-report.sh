@@ -279,7 +279,7 @@ if command -v gnuplot > /dev/null 2>&1; then
 	gnuplot <<-EOF
 	set terminal pngcairo size 640,400 noenhanced
 	set grid
-	set key top right
+	set key below
 	set offsets graph 0.05, graph 0.05, 0, 0
 	set logscale x
 	set xlabel 'N (single-block extents per file)'
@@ -299,7 +299,6 @@ if command -v gnuplot > /dev/null 2>&1; then
 	set xlabel 'threads, each updating its own 1 MiB file'
 	set ylabel 'durable updates/s (log scale)'
 	set title 'Concurrency'
-	set key below
 	set output '$out/threads.png'
 	plot '$out/threads-swapext.dat' using 1:2:3:4 with yerrorlines title 'swapext sx_update', \
 	     '$out/threads-atomic.dat' using 1:2:3:4 with yerrorlines title 'swapext sx_atomic_write', \
