@@ -956,7 +956,7 @@ static int bt_shift_insert(struct sx_btree_cur *cur, u32 idx, const void *rec, b
 {
 	struct sx_btree_level *lv = &cur->bc_levels[0], *plv = &cur->bc_levels[1];
 	struct sx_buf *bp = lv->bl_bp, *pbp = plv->bl_bp, *sbp;
-	u32 pi = plv->bl_ptr, n = bt_nrecs(bp), max = bt_max(cur, 0), m, k;
+	u32 pi = plv->bl_ptr, n = bt_nrecs(bp), max = bt_max(cur, 0), m, k, sn;
 	bool moves;		/* @rec goes to the sibling */
 	int error;
 
@@ -970,13 +970,16 @@ static int bt_shift_insert(struct sx_btree_cur *cur, u32 idx, const void *rec, b
 			moves = idx >= n + 1 - m;
 			k = m - moves;
 			error = k ? bt_move_right(cur, bp, sbp, k) : 0;
-			if (!error && moves) {
+			if (error)
+				return error;
+			if (moves) {
+				if (!k)
+					bt_relse(cur, bp);	/* unchanged, and left */
 				lv->bl_bp = sbp;
 				plv->bl_ptr = pi + 1;
 				idx -= n + 1 - m;
 			}
-			if (!error)
-				error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
+			error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
 			if (!error)
 				error = bt_set_parent_key(cur, pbp, pi + 1, sbp);
 			if (error)
@@ -992,21 +995,26 @@ static int bt_shift_insert(struct sx_btree_cur *cur, u32 idx, const void *rec, b
 		error = bt_read_sibling(cur, 0, pi - 1, false, &sbp);
 		if (error)
 			return error;
-		if (bt_nrecs(sbp) < max) {
-			m = (n + 1 - bt_nrecs(sbp)) / 2;
+		sn = bt_nrecs(sbp);
+		if (sn < max) {
+			m = (n + 1 - sn) / 2;
 			moves = idx < m;
 			k = m - moves;
+			error = k ? bt_move_left(cur, sbp, bp, k) : 0;
+			if (error)
+				return error;
 			if (moves) {
+				if (!k)
+					bt_relse(cur, bp);	/* unchanged, and left */
 				lv->bl_bp = sbp;
 				plv->bl_ptr = pi - 1;
-				idx += bt_nrecs(sbp);
+				idx += sn;
 			} else {
 				idx -= k;
 			}
-			error = k ? bt_move_left(cur, sbp, bp, k) : 0;
-			if (!error)
-				error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
-			if (!error)
+			error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
+			/* the leaf's first record changed unless it gave none */
+			if (!error && k)
 				error = bt_set_parent_key(cur, pbp, pi, bp);
 			if (error)
 				return error;
