@@ -111,15 +111,6 @@ static int sx_trans_attach(struct sx_trans *tp, struct sx_buf *bp)
 	return 0;
 }
 
-/* Join a buffer the caller holds locked (and referenced). */
-void sx_trans_join_buf(struct sx_trans *tp, struct sx_buf *bp)
-{
-	ASSERT(sx_mutex_is_held(&bp->b_lock));
-	ASSERT(bp->b_trans == NULL);
-	/* without a before-image the buffer cannot be restored: fail hard */
-	VERIFY(sx_trans_attach(tp, bp) == 0);
-}
-
 /* Read, lock and join a block; a block already joined is returned again. */
 int sx_trans_read_buf(struct sx_trans *tp, u64 blkno, const struct sx_buf_ops *ops,
 		      u64 owner, struct sx_buf **bpp)

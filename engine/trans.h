@@ -76,9 +76,6 @@ int sx_trans_read_buf(struct sx_trans *tp, u64 blkno, const struct sx_buf_ops *o
 int sx_trans_get_buf(struct sx_trans *tp, u64 blkno, const struct sx_buf_ops *ops,
 		     u64 owner, struct sx_buf **bpp);
 
-/** sx_trans_join_buf() - join a buffer the caller already holds locked */
-void sx_trans_join_buf(struct sx_trans *tp, struct sx_buf *bp);
-
 /**
  * sx_trans_log_buf() - record that bytes [@first, @last] of @bp changed
  *
