@@ -941,6 +941,19 @@ static int bt_insert_first(struct sx_btree_cur *cur, const void *rec)
 }
 
 /*
+ * The new record of a shift goes to the leaf's sibling @sbp, at parent
+ * entry @spi: the cursor moves there, and lets go of the leaf if it gave
+ * the sibling no record (@moved 0), since nothing in it changed.
+ */
+static void bt_shift_cursor(struct sx_btree_cur *cur, struct sx_buf *sbp, u32 spi, u32 moved)
+{
+	if (!moved)
+		bt_relse(cur, cur->bc_levels[0].bl_bp);
+	cur->bc_levels[0].bl_bp = sbp;
+	cur->bc_levels[1].bl_ptr = spi;
+}
+
+/*
  * Make room for @rec at @idx of the full leaf on the path by handing
  * records to a sibling under the same parent that has room (the right one
  * first), so that the two end about equally full, instead of splitting.
@@ -973,10 +986,7 @@ static int bt_shift_insert(struct sx_btree_cur *cur, u32 idx, const void *rec, b
 			if (error)
 				return error;
 			if (moves) {
-				if (!k)
-					bt_relse(cur, bp);	/* unchanged, and left */
-				lv->bl_bp = sbp;
-				plv->bl_ptr = pi + 1;
+				bt_shift_cursor(cur, sbp, pi + 1, k);
 				idx -= n + 1 - m;
 			}
 			error = bt_insert_entry(cur, lv->bl_bp, idx, rec, NULL);
@@ -1004,10 +1014,7 @@ static int bt_shift_insert(struct sx_btree_cur *cur, u32 idx, const void *rec, b
 			if (error)
 				return error;
 			if (moves) {
-				if (!k)
-					bt_relse(cur, bp);	/* unchanged, and left */
-				lv->bl_bp = sbp;
-				plv->bl_ptr = pi - 1;
+				bt_shift_cursor(cur, sbp, pi - 1, k);
 				idx += sn;
 			} else {
 				idx -= k;
