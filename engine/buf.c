@@ -33,6 +33,8 @@ struct sx_bcache {
 	u64		bc_tail;	/* the log's tail, as sx_bcache_set_tail() said */
 	struct sx_bcache_stats bc_stats;
 	u32		bc_bsize;
+	struct sx_slab	*bc_heads;	/* struct sx_buf */
+	struct sx_slab	*bc_blocks;	/* b_data and b_orig */
 	u32		bc_norigs;
 	void		*bc_origs[SX_BCACHE_ORIGS];	/* before-images to reuse */
 };
@@ -62,7 +64,12 @@ int sx_bcache_init(struct sx_mount *mp, u32 max)
 	while (bc->bc_nhash < bc->bc_max && bc->bc_nhash < (1u << 20))
 		bc->bc_nhash <<= 1;
 	bc->bc_hash = sx_alloc(sizeof(*bc->bc_hash) * bc->bc_nhash, 0);
-	if (!bc->bc_hash) {
+	bc->bc_heads = sx_slab_create(sizeof(struct sx_buf));
+	bc->bc_blocks = sx_slab_create(bc->bc_bsize);
+	if (!bc->bc_hash || !bc->bc_heads || !bc->bc_blocks) {
+		sx_slab_destroy(bc->bc_blocks);
+		sx_slab_destroy(bc->bc_heads);
+		sx_free(bc->bc_hash);
 		sx_free(bc);
 		return -ENOMEM;
 	}
@@ -79,10 +86,12 @@ int sx_bcache_init(struct sx_mount *mp, u32 max)
 /* Free one buffer that is out of every list. */
 static void sx_buf_free(struct sx_buf *bp)
 {
+	struct sx_bcache *bc = bp->b_bc;
+
 	sx_mutex_destroy(&bp->b_lock);
-	sx_free(bp->b_orig);
-	sx_free(bp->b_data);
-	sx_free(bp);
+	sx_slab_free(bc->bc_blocks, bp->b_orig);
+	sx_slab_free(bc->bc_blocks, bp->b_data);
+	sx_slab_free(bc->bc_heads, bp);
 }
 
 /* Take @bp out of the cache and free it (cache lock held, no references). */
@@ -119,8 +128,10 @@ void sx_bcache_destroy(struct sx_mount *mp)
 		}
 	}
 	while (bc->bc_norigs)
-		sx_free(bc->bc_origs[--bc->bc_norigs]);
+		sx_slab_free(bc->bc_blocks, bc->bc_origs[--bc->bc_norigs]);
 	sx_mutex_destroy(&bc->bc_lock);
+	sx_slab_destroy(bc->bc_blocks);
+	sx_slab_destroy(bc->bc_heads);
 	sx_free(bc->bc_hash);
 	sx_free(bc);
 	mp->m_bcache = NULL;
@@ -368,7 +379,7 @@ int sx_buf_orig_get(struct sx_buf *bp)
 		bp->b_orig = bc->bc_origs[--bc->bc_norigs];
 	sx_mutex_unlock(&bc->bc_lock);
 	if (!bp->b_orig)
-		bp->b_orig = sx_alloc(bc->bc_bsize, SX_NOFS);
+		bp->b_orig = sx_slab_alloc(bc->bc_blocks, SX_NOFS);
 	return bp->b_orig ? 0 : -ENOMEM;
 }
 
@@ -387,7 +398,7 @@ void sx_buf_orig_put(struct sx_buf *bp)
 		orig = NULL;
 	}
 	sx_mutex_unlock(&bc->bc_lock);
-	sx_free(orig);
+	sx_slab_free(bc->bc_blocks, orig);
 }
 
 /* Take another reference to a referenced buffer. */
@@ -482,12 +493,12 @@ again:
 	}
 	if (!nbp) {
 		sx_mutex_unlock(&bc->bc_lock);
-		nbp = sx_zalloc(sizeof(*nbp), SX_NOFS);
+		nbp = sx_slab_zalloc(bc->bc_heads, SX_NOFS);
 		if (!nbp)
 			return -ENOMEM;
-		nbp->b_data = sx_zalloc(mp->m_bsize, SX_NOFS);
+		nbp->b_data = sx_slab_zalloc(bc->bc_blocks, SX_NOFS);
 		if (!nbp->b_data) {
-			sx_free(nbp);
+			sx_slab_free(bc->bc_heads, nbp);
 			return -ENOMEM;
 		}
 		nbp->b_blkno = blkno;

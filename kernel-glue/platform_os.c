@@ -54,6 +54,45 @@ void sx_free(void *p)
 }
 
 /*
+ * Slabs.  Objects come from kvmalloc() one by one, as before slabs existed:
+ * kmalloc()'s own caches serve the buffer cache's sizes, and the page
+ * faults that a userspace slab saves do not happen in the kernel's direct
+ * map.
+ */
+struct sx_slab {
+	size_t	s_size;
+};
+
+struct sx_slab *sx_slab_create(size_t size)
+{
+	struct sx_slab *s = kmalloc(sizeof(*s), GFP_KERNEL);
+
+	if (s)
+		s->s_size = size;
+	return s;
+}
+
+void sx_slab_destroy(struct sx_slab *s)
+{
+	kfree(s);
+}
+
+void *sx_slab_alloc(struct sx_slab *s, unsigned int flags)
+{
+	return sx_kv_alloc(s->s_size, flags, 0);
+}
+
+void *sx_slab_zalloc(struct sx_slab *s, unsigned int flags)
+{
+	return sx_kv_alloc(s->s_size, flags, __GFP_ZERO);
+}
+
+void sx_slab_free(struct sx_slab *s, void *p)
+{
+	kvfree(p);
+}
+
+/*
  * Mutexes.  Every sx_mutex shares one lockdep class, because the kernel's
  * mutex_init() takes its class from the call site and all of them are
  * initialised here; a lockdep kernel would need the contract to make

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "sx_platform.h"
 #include <swapext/device.h>
+#include "mem_os.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ static bool sx_mem_fault_forever;
 static u64 sx_mem_fault_countdown;	/* allocations left until the first failure */
 
 /* Whether this allocation is the one armed to fail (or one after it, forever). */
-static bool sx_mem_fault(void)
+bool sx_mem_fault(void)
 {
 	bool fail = false;
 
@@ -64,11 +65,17 @@ static bool sx_mem_fault(void)
 }
 
 /* Count a pointer handed out. */
-static void *sx_mem_got(void *p)
+void *sx_mem_got(void *p)
 {
 	if (p)
 		__atomic_add_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
 	return p;
+}
+
+/* Count a pointer given back. */
+void sx_mem_gone(void)
+{
+	__atomic_sub_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
 }
 
 /* Allocate @size bytes; never returns a valid pointer for a failed request. */
@@ -92,7 +99,7 @@ void *sx_zalloc(size_t size, unsigned int flags)
 void sx_free(void *p)
 {
 	if (p)
-		__atomic_sub_fetch(&sx_mem_live, 1, __ATOMIC_RELAXED);
+		sx_mem_gone();
 	free(p);
 }
 

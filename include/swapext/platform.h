@@ -31,6 +31,26 @@ void *sx_zalloc(size_t size, unsigned int flags);
 void sx_free(void *p);
 
 /*
+ * Slabs: objects of one size that a cache takes and gives back at a high
+ * rate (the buffer cache's buffers and their blocks).  Each allocation
+ * counts as one sx_alloc() would (it may fail the same way); an object
+ * goes back to the slab it came from, and a slab is destroyed only when
+ * all its objects are back.  An object whose size is a power of two is
+ * aligned to it, up to 4 KiB.
+ */
+struct sx_slab;
+/** sx_slab_create() - a slab of @size-byte objects, or NULL without memory */
+struct sx_slab *sx_slab_create(size_t size);
+/** sx_slab_destroy() - free @s (NULL is ignored); all its objects are freed */
+void sx_slab_destroy(struct sx_slab *s);
+/** sx_slab_alloc() - an object of @s, contents undefined, or NULL */
+void *sx_slab_alloc(struct sx_slab *s, unsigned int flags);
+/** sx_slab_zalloc() - a zeroed object of @s, or NULL */
+void *sx_slab_zalloc(struct sx_slab *s, unsigned int flags);
+/** sx_slab_free() - give @p back to @s; NULL is ignored */
+void sx_slab_free(struct sx_slab *s, void *p);
+
+/*
  * Locks.  The lock types (struct sx_mutex, struct sx_rwsem, struct
  * sx_spinlock, struct sx_cond) are defined by the glue.  A condition variable
  * is always used with an sx_mutex.  SX_DEFINE_MUTEX(name), a glue macro,

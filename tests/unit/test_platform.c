@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <string.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -77,6 +79,192 @@ static void test_alloc(void **state)
 	assert_non_null(z);
 	sx_free(z);
 	sx_free(NULL);
+}
+
+/* Built with AddressSanitizer: slabs hand out malloc()'s memory then. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLAB_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLAB_MALLOC 1
+#endif
+#endif
+
+#define SLAB_OBJS	6000	/* 1 KiB objects: more than two chunks' worth */
+
+/* True if the page holding @p is mapped (mincore() fails with ENOMEM if not). */
+static bool mapped(const void *p)
+{
+	unsigned char vec;
+	long page = sysconf(_SC_PAGESIZE);
+
+	return mincore((void *)((uintptr_t)p & ~(uintptr_t)(page - 1)), 1, &vec) == 0;
+}
+
+/*
+ * A slab's objects are distinct, aligned to their power-of-two size, hold
+ * what is written to each, and zalloc zeroes a reused one; freed memory is
+ * handed out again; once all are back, no more than one chunk of it stays
+ * mapped.
+ */
+static void test_slab(void **state)
+{
+	struct sx_slab *s = sx_slab_create(1024);
+	struct sx_alloc_stats s0, s1;
+	static u8 *p[SLAB_OBJS];
+	u32 i, j, unmapped = 0;
+	u8 *z;
+
+	assert_non_null(s);
+	sx_alloc_get_stats(&s0);
+	for (i = 0; i < SLAB_OBJS; i++) {
+		p[i] = sx_slab_alloc(s, 0);
+		assert_non_null(p[i]);
+		assert_int_equal((uintptr_t)p[i] & 1023, 0);
+		memset(p[i], (int)(i % 251), 1024);
+	}
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_live - s0.as_live, SLAB_OBJS);
+	for (i = 0; i < SLAB_OBJS; i++)
+		for (j = 0; j < 1024; j += 97)
+			assert_int_equal(p[i][j], i % 251);
+	/* the last one freed is the next one handed out, zeroed by zalloc */
+	sx_slab_free(s, p[77]);
+	z = sx_slab_zalloc(s, 0);
+	assert_non_null(z);
+	for (j = 0; j < 1024; j++)
+		assert_int_equal(z[j], 0);
+#ifndef SLAB_MALLOC
+	assert_ptr_equal(z, p[77]);
+#endif
+	p[77] = z;
+	for (i = 0; i < SLAB_OBJS; i++)
+		sx_slab_free(s, p[i]);
+	sx_slab_free(s, NULL);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_live, s0.as_live);
+#ifndef SLAB_MALLOC
+	/* 6,000 KiB came from three chunks or more; all but one went back */
+	for (i = 0; i < SLAB_OBJS; i += 64)
+		unmapped += !mapped(p[i]);
+	assert_true(unmapped >= (SLAB_OBJS - 2048) / 64);
+#else
+	(void)unmapped;
+#endif
+	sx_slab_destroy(s);
+	sx_slab_destroy(NULL);
+}
+
+/* Odd sizes: 16-byte aligned, the whole size usable, no two overlapping. */
+static void test_slab_odd_size(void **state)
+{
+	struct sx_slab *s = sx_slab_create(200);
+	u8 *a, *b;
+
+	assert_non_null(s);
+	a = sx_slab_zalloc(s, SX_NOFS);
+	b = sx_slab_zalloc(s, SX_NOFS);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal((uintptr_t)a & 15, 0);
+	assert_int_equal((uintptr_t)b & 15, 0);
+	assert_true(a + 200 <= b || b + 200 <= a);
+	memset(a, 1, 200);
+	memset(b, 2, 200);
+	assert_int_equal(a[199], 1);
+	assert_int_equal(b[0], 2);
+	sx_slab_free(s, a);
+	sx_slab_free(s, b);
+	sx_slab_destroy(s);
+}
+
+/* An armed fault fails a slab allocation as it fails sx_alloc(). */
+static void test_slab_alloc_fail(void **state)
+{
+	struct sx_slab *s = sx_slab_create(4096);
+	struct sx_alloc_stats s0, s1;
+	void *a, *b, *c;
+
+	assert_non_null(s);
+	sx_alloc_get_stats(&s0);
+	sx_alloc_fail(2, false);
+	a = sx_slab_alloc(s, 0);
+	b = sx_slab_zalloc(s, 0);
+	c = sx_slab_alloc(s, 0);
+	assert_non_null(a);
+	assert_null(b);
+	assert_non_null(c);
+	assert_int_equal((uintptr_t)c & 4095, 0);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_calls - s0.as_calls, 3);
+	assert_int_equal(s1.as_failed - s0.as_failed, 1);
+	assert_int_equal(s1.as_live - s0.as_live, 2);
+	sx_slab_free(s, a);
+	sx_slab_free(s, c);
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_live, s0.as_live);
+	sx_slab_destroy(s);
+}
+
+struct slab_worker {
+	struct sx_slab	*sw_slab;
+	u32		sw_id;
+	bool		sw_ok;
+};
+
+/* Take and give back objects in a shifting pattern, checking each holds its mark. */
+static void *slab_thread(void *arg)
+{
+	struct slab_worker *w = arg;
+	u8 *held[256] = { NULL };
+	u32 i, k;
+
+	w->sw_ok = true;
+	for (i = 0; i < 40000; i++) {
+		k = (i * 7919u + w->sw_id * 31u) % 256;
+		if (held[k]) {
+			if (held[k][0] != (u8)w->sw_id || held[k][511] != (u8)k)
+				w->sw_ok = false;
+			sx_slab_free(w->sw_slab, held[k]);
+			held[k] = NULL;
+		} else {
+			held[k] = sx_slab_alloc(w->sw_slab, 0);
+			if (!held[k]) {
+				w->sw_ok = false;
+				continue;
+			}
+			memset(held[k], w->sw_id, 512);
+			held[k][511] = (u8)k;
+		}
+	}
+	for (k = 0; k < 256; k++)
+		sx_slab_free(w->sw_slab, held[k]);
+	return NULL;
+}
+
+/* Threads sharing one slab never get the same object at once. */
+static void test_slab_threads(void **state)
+{
+	struct sx_slab *s = sx_slab_create(512);
+	struct slab_worker w[NTHREADS];
+	struct sx_alloc_stats s0, s1;
+	pthread_t t[NTHREADS];
+	int i;
+
+	assert_non_null(s);
+	sx_alloc_get_stats(&s0);
+	for (i = 0; i < NTHREADS; i++) {
+		w[i].sw_slab = s;
+		w[i].sw_id = (u32)i + 1;
+		assert_int_equal(pthread_create(&t[i], NULL, slab_thread, &w[i]), 0);
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_true(w[i].sw_ok);
+	}
+	sx_alloc_get_stats(&s1);
+	assert_int_equal(s1.as_live, s0.as_live);
+	sx_slab_destroy(s);
 }
 
 struct mutex_probe {
@@ -1016,6 +1204,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc),
+		cmocka_unit_test(test_slab),
+		cmocka_unit_test(test_slab_odd_size),
+		cmocka_unit_test(test_slab_alloc_fail),
+		cmocka_unit_test(test_slab_threads),
 		cmocka_unit_test(test_mutex_held),
 		cmocka_unit_test(test_lock_misuse_aborts),
 		cmocka_unit_test(test_mutual_exclusion),
