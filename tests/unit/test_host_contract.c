@@ -299,6 +299,47 @@ static void count_left(const struct sx_swapext_intent *si, u64 *blocks1, u64 *bl
 }
 
 /*
+ * A long range's estimate is walked in 16 pieces (last first, for the
+ * host's cache): it counts the blocks each range gives away exactly, and
+ * the steps and incoming mappings at least as they are and at most one
+ * more per edge between pieces; a range one block short of long is exact.
+ * a and b hold alternate extents of 1,000 blocks: 2 * @n steps in all, each
+ * file taking in @n mappings.
+ */
+static void long_estimate(u64 n, u64 len, u64 slack)
+{
+	struct mh_inode *a, *b;
+	struct sx_hres *res = &host.mh_last_res;
+	u64 i;
+
+	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
+	a = mh_create(&host, (s64)(len * B));
+	b = mh_create(&host, (s64)(len * B));
+	for (i = 0; i < n; i++) {
+		mh_add_extent(a, 2000 * i, 1000, false);
+		mh_add_extent(b, 2000 * i + 1000, 1000, false);
+	}
+	assert_int_equal(swap_range(a, b, 0, 0, len, 0), 0);
+	assert_int_equal(res->hr_blocks1, 1000 * n);
+	assert_int_equal(res->hr_blocks2, 1000 * n);
+	assert_in_range(res->hr_steps, 2 * n, 2 * n + slack);
+	assert_in_range(res->hr_nrext1, n + 3 + n, n + 3 + n + slack);
+	assert_in_range(res->hr_nrext2, n + 3 + n, n + 3 + n + slack);
+	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
+	check_idle();
+	mh_destroy(&host);
+}
+
+static void test_long_estimate(void **state)
+{
+	(void)state;
+	/* 200,000 blocks: pieces of 12,500, each edge inside an extent */
+	long_estimate(100, 200000, 15);
+	/* 65,535 blocks, a hole at the end of both: one walk, exact */
+	long_estimate(32, 65535, 0);
+}
+
+/*
  * At every cut of a swap's chain, the estimate of the unfinished intent
  * counts exactly the blocks still to move, and recovery reserves that.
  */
@@ -374,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_quota),
 		cmocka_unit_test(test_quota_forks),
 		cmocka_unit_test(test_recovered_estimate),
+		cmocka_unit_test(test_long_estimate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

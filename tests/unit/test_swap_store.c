@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 #include "sxswap.h"
 #include "sxcrash.h"
@@ -696,6 +697,106 @@ static void test_durable_before_writes(void **state)
 	mp = saved;
 }
 
+/* Misses of @m's buffer cache so far. */
+static u64 bcache_misses(struct sx_mount *m)
+{
+	struct sx_bcache_stats st;
+
+	sx_bcache_get_stats(m, &st);
+	return st.bs_misses;
+}
+
+/* Mount @b with a cache of @bufs buffers and open "a" and "b". */
+static struct sx_mount *mount_small_cache(struct sx_bdev *b, u32 bufs, int *fa, int *fb)
+{
+	struct sx_mount_opts mo = { .mo_bcache_max = bufs };
+	struct sx_mount *m;
+
+	assert_int_equal(sx_mount(b, &mo, &m), 0);
+	assert_int_equal(sx_open(m, "a", fa), 0);
+	assert_int_equal(sx_open(m, "b", fb), 0);
+	return m;
+}
+
+static void unmount_pair(struct sx_mount *m, int fa, int fb)
+{
+	assert_int_equal(sx_close(m, fa), 0);
+	assert_int_equal(sx_close(m, fb), 0);
+	assert_int_equal(sx_unmount(m), 0);
+}
+
+#define LONG_EXT	4u		/* blocks of each extent */
+#define LONG_N		16448u		/* extents of both files: 65,792 blocks */
+#define LONG_CACHE	340u
+
+/*
+ * A swap whose mapping blocks outnumber the cache.  The estimate walks the
+ * range before the steps do; walked from first to last, it would leave the
+ * range's end cached and the steps, going from first to last, would miss
+ * every block again.  Walked from its last piece to its first, it leaves
+ * the first ones cached for the steps: the swap misses well under twice
+ * the blocks that reading both files' mappings once misses.
+ */
+static void test_long_swap_cached(void **state)
+{
+	struct sx_bdev *b = sxs_mkimg(160 * MIB, BS, 0, true);
+	struct sx_mount *m = sxt_mount(b);
+	struct sx_extent ext[64];
+	struct file_swap_range fsr;
+	u8 buf[LONG_EXT * BS], got[BS];
+	u64 once, swap, i, off;
+	u32 n;
+	int fa, fb;
+
+	assert_int_equal(sx_create(m, "a", 0644, &fa), 0);
+	assert_int_equal(sx_create(m, "b", 0644, &fb), 0);
+	/* a has the even extents, b the odd ones: nothing merges */
+	for (i = 0; i < LONG_N; i++) {
+		memset(buf, (int)(i % 251) + 1, sizeof(buf));
+		assert_int_equal(sx_pwrite(m, i % 2 ? fb : fa, buf, sizeof(buf),
+					   i * sizeof(buf)), (s64)sizeof(buf));
+	}
+	assert_int_equal(sx_truncate(m, fa, (u64)LONG_N * sizeof(buf)), 0);
+	assert_int_equal(sx_truncate(m, fb, (u64)LONG_N * sizeof(buf)), 0);
+	unmount_pair(m, fa, fb);
+
+	/* what reading every mapping of both files once misses */
+	m = mount_small_cache(b, LONG_CACHE, &fa, &fb);
+	once = bcache_misses(m);
+	for (i = 0; i < 2; i++) {
+		for (off = 0;; off = ext[63].ex_off + ext[63].ex_len) {
+			assert_int_equal(sx_fiemap(m, i ? fb : fa, off, ~0ull >> 12, ext, 64, &n), 0);
+			if (n < 64)
+				break;
+		}
+	}
+	once = bcache_misses(m) - once;
+	unmount_pair(m, fa, fb);
+	/* the point of the test: both files' mappings do not fit in the cache */
+	assert_true(once > LONG_CACHE);
+
+	m = mount_small_cache(b, LONG_CACHE, &fa, &fb);
+	swap = bcache_misses(m);
+	memset(&fsr, 0, sizeof(fsr));
+	fsr.file1_fd = fa;
+	fsr.length = (s64)((u64)LONG_N * sizeof(buf));
+	assert_int_equal(sx_swap_file_range(m, fb, &fsr), 0);
+	swap = bcache_misses(m) - swap;
+	print_message("mapping reads: %llu for one pass, %llu for the swap\n",
+		      (unsigned long long)once, (unsigned long long)swap);
+	assert_true(swap * 10 < once * 16);
+
+	/* and the blocks moved: a has the odd extents' data now */
+	for (i = 0; i < LONG_N; i++) {
+		assert_int_equal(sx_pread(m, i % 2 ? fa : fb, got, BS, i * sizeof(buf) + BS),
+				 (s64)BS);
+		assert_int_equal(got[0], (u8)((i % 251) + 1));
+	}
+	unmount_pair(m, fa, fb);
+	assert_int_equal(sxc_check_clean(b, 0, __func__), 0);
+	sx_bdev_destroy(b);
+}
+
 /*
  * An unfinished SXI needs the feature: cut the power in the middle of a
  * long swap, then turn the feature bit off in the superblock.  Recovery
@@ -815,6 +916,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fresh_and_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_atomic_feature, setup_noatomic, teardown),
+		cmocka_unit_test(test_long_swap_cached),
 		cmocka_unit_test_setup_teardown(test_nonatomic_inline, setup_noatomic, teardown),
 		cmocka_unit_test_setup_teardown(test_durable_before_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_file_to_eof_nonatomic, setup_noatomic,
