@@ -94,7 +94,8 @@ enum {
 
 struct sx_mount_opts {
 	uint32_t	mo_flags;	/* SX_MOUNT_* */
-	uint32_t	mo_bcache_max;	/* buffers cached at most; default 4096 */
+	uint32_t	mo_bcache_max;	/* buffers cached at most; default 4096, or
+					 * 16 MiB of blocks if that is more */
 	const char	*mo_name;	/* for log messages */
 };
 

@@ -825,6 +825,40 @@ static void test_bcache_bound(void **state)
 }
 
 /*
+ * The default cache holds 4,096 buffers, or 16 MiB of blocks where that
+ * is more: 16,384 blocks of 1 KiB.
+ */
+static void test_bcache_default(void **state)
+{
+	static const struct {
+		u32	bs;
+		u32	max;
+	} geo[] = { { 1024, 16384 }, { 4096, 4096 } };
+	struct sx_bcache_stats st;
+	u32 g, i, n;
+
+	for (g = 0; g < 2; g++) {
+		struct sx_bdev *bd = sxt_memfs(64 * MIB, geo[g].bs, 0);
+		struct sx_mount *mp = sxt_mount(bd);
+		u64 b = data0(mp), gen;
+
+		n = geo[g].max + 2000;
+		for (i = 0; i < n; i++)
+			put_tblock(mp, b + i, i, 0);
+		assert_int_equal(sx_unmount(mp), 0);
+		mp = sxt_mount(bd);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(sxt_tblock_read(mp, b + i, &gen), 0);
+			assert_int_equal(gen, i);
+		}
+		sx_bcache_get_stats(mp, &st);
+		assert_in_range(st.bs_cached, geo[g].max - 2, geo[g].max + 2);
+		assert_int_equal(sx_unmount(mp), 0);
+		sx_bdev_destroy(bd);
+	}
+}
+
+/*
  * Under cache pressure a commit checkpoints after it queued its
  * transaction.  Each allocation of such a commit fails in turn: an error
  * with the mount still up must mean the change did not happen.  The
@@ -1170,6 +1204,7 @@ int main(void)
 		cmocka_unit_test(test_log_item_refusals),
 		cmocka_unit_test(test_log_full_pinned),
 		cmocka_unit_test(test_bcache_bound),
+		cmocka_unit_test(test_bcache_default),
 		cmocka_unit_test(test_commit_under_pressure),
 		cmocka_unit_test(test_record_tracking_enomem),
 		cmocka_unit_test(test_force_seq_threads),
