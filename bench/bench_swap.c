@@ -21,7 +21,8 @@
  * On a file-backed image, for scripts/bench.sh (make bench), which runs
  * the swap several times interleaved with XFS's exchange-range:
  *
- *   bench_swap mkimage IMAGE N   the two files, atomic_swap, 1 KiB blocks
+ *   bench_swap mkimage IMAGE N   the two files, atomic_swap, 1 KiB blocks, a
+ *                                128 MiB log (BENCH_SWAP_LOG_MB)
  *   bench_swap swap IMAGE N      mount (cold cache), time one atomic swap
  *                                of both whole files plus sx_sync(), check
  *                                every block moved, unmount; prints RESULT
@@ -178,11 +179,18 @@ static bool has_word(const char *list, const char *word)
 
 #define FILE_BS	1024u
 
+/*
+ * The image's log is 128 MiB, as make bench gives XFS (and bench_update
+ * swapext), so that the swap need not write blocks back to free log space;
+ * BENCH_SWAP_LOG_MB=N picks another size (0: mkfs's default).
+ */
 static int cmd_mkimage(const char *path, u64 n)
 {
-	/* the data, both files' bmap btrees with room to split, the log, slack */
-	u64 devsize = (2 * n + 2 * n * 256 / FILE_BS + 65536) * (u64)FILE_BS;
-	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, 0, 0);
+	const char *env = getenv("BENCH_SWAP_LOG_MB");
+	u64 logbytes = (env ? strtoull(env, NULL, 0) : 128) << 20;
+	/* the data, both files' bmap btrees with room to split, slack; the log */
+	u64 devsize = (2 * n + 2 * n * 256 / FILE_BS + 65536) * (u64)FILE_BS + logbytes;
+	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, logbytes, 0);
 	struct sx_mount *mp = sxt_mount(bd);
 	double t0 = now();
 
@@ -190,7 +198,8 @@ static int cmd_mkimage(const char *path, u64 n)
 	VERIFY(sx_unmount(mp) == 0);
 	sx_bdev_destroy(bd);
 	printf("image %s: 2 files x %llu extents of 1 block (%u-byte blocks), atomic_swap, "
-	       "written in %.2f s\n", path, (unsigned long long)n, FILE_BS, now() - t0);
+	       "%llu MiB log, written in %.2f s\n", path, (unsigned long long)n, FILE_BS,
+	       (unsigned long long)(logbytes >> 20), now() - t0);
 	return 0;
 }
 
