@@ -25,6 +25,7 @@
 #include "sx_platform.h"
 #include "mem_os.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,14 +42,18 @@
 #define SX_SLAB_FIRST		((size_t)128 << 10)	/* used of a slab's first chunk */
 #define SX_SLAB_MAX_ALIGN	4096u
 
+/* A link of a circular list of chunks; a link on no list points at itself. */
+struct sx_slab_link {
+	struct sx_slab_link	*l_prev, *l_next;
+};
+
 struct sx_slab_chunk {
-	struct sx_slab_chunk	*sc_prev, *sc_next;	/* the slab's chunks with room */
-	struct sx_slab_chunk	*sc_aprev, *sc_anext;	/* all the slab's chunks */
+	struct sx_slab_link	sc_avail;	/* on the slab's chunks with room, or none */
+	struct sx_slab_link	sc_all;		/* on all the slab's chunks */
 	void			*sc_free;	/* freed objects */
 	size_t			sc_bump;	/* offset of the first object never used */
 	size_t			sc_end;		/* end of the part in use */
 	u32			sc_used;	/* objects handed out */
-	bool			sc_avail;	/* on the list of chunks with room */
 };
 
 struct sx_slab {
@@ -57,10 +62,39 @@ struct sx_slab {
 	size_t			s_align;
 	size_t			s_first;	/* offset of a chunk's first object */
 	bool			s_malloc;	/* each object a malloc() of its own */
-	struct sx_slab_chunk	*s_avail;	/* chunks with room */
-	struct sx_slab_chunk	*s_all;
-	struct sx_slab_chunk	*s_spare;	/* an empty chunk kept */
+	struct sx_slab_link	s_avail;	/* chunks with room */
+	struct sx_slab_link	s_all;
+	struct sx_slab_chunk	*s_spare;	/* an empty chunk kept, on s_all only */
 };
+
+#define sx_slab_chunk_of(link, member) \
+	((struct sx_slab_chunk *)((char *)(link) - offsetof(struct sx_slab_chunk, member)))
+
+static void sx_slab_link_init(struct sx_slab_link *l)
+{
+	l->l_prev = l->l_next = l;
+}
+
+static bool sx_slab_link_empty(const struct sx_slab_link *l)
+{
+	return l->l_next == l;
+}
+
+/* Put @l first on the list at @head. */
+static void sx_slab_link_add(struct sx_slab_link *head, struct sx_slab_link *l)
+{
+	l->l_prev = head;
+	l->l_next = head->l_next;
+	head->l_next->l_prev = l;
+	head->l_next = l;
+}
+
+static void sx_slab_link_del(struct sx_slab_link *l)
+{
+	l->l_prev->l_next = l->l_next;
+	l->l_next->l_prev = l->l_prev;
+	sx_slab_link_init(l);
+}
 
 static size_t sx_slab_roundup(size_t x, size_t align)
 {
@@ -87,30 +121,10 @@ struct sx_slab *sx_slab_create(size_t size)
 	/* a chunk of a few objects would waste most of itself */
 	if (s->s_first + 8 * s->s_size > SX_SLAB_CHUNK)
 		s->s_malloc = true;
+	sx_slab_link_init(&s->s_avail);
+	sx_slab_link_init(&s->s_all);
 	pthread_mutex_init(&s->s_lock, NULL);
 	return s;
-}
-
-/* Link @c into @s's chunks with room. */
-static void sx_slab_avail_add(struct sx_slab *s, struct sx_slab_chunk *c)
-{
-	c->sc_prev = NULL;
-	c->sc_next = s->s_avail;
-	if (s->s_avail)
-		s->s_avail->sc_prev = c;
-	s->s_avail = c;
-	c->sc_avail = true;
-}
-
-static void sx_slab_avail_del(struct sx_slab *s, struct sx_slab_chunk *c)
-{
-	if (c->sc_prev)
-		c->sc_prev->sc_next = c->sc_next;
-	else
-		s->s_avail = c->sc_next;
-	if (c->sc_next)
-		c->sc_next->sc_prev = c->sc_prev;
-	c->sc_avail = false;
 }
 
 /*
@@ -119,7 +133,7 @@ static void sx_slab_avail_del(struct sx_slab *s, struct sx_slab_chunk *c)
  */
 static struct sx_slab_chunk *sx_slab_chunk_new(struct sx_slab *s)
 {
-	bool first = !s->s_all;
+	bool first = sx_slab_link_empty(&s->s_all);
 	struct sx_slab_chunk *c;
 	u8 *p, *start, *end;
 
@@ -142,25 +156,15 @@ static struct sx_slab_chunk *sx_slab_chunk_new(struct sx_slab *s)
 	if (c->sc_end < s->s_first + s->s_size)
 		c->sc_end = SX_SLAB_CHUNK;
 	c->sc_used = 0;
-	c->sc_aprev = NULL;
-	c->sc_anext = s->s_all;
-	if (s->s_all)
-		s->s_all->sc_aprev = c;
-	s->s_all = c;
-	sx_slab_avail_add(s, c);
+	sx_slab_link_add(&s->s_all, &c->sc_all);
+	sx_slab_link_add(&s->s_avail, &c->sc_avail);
 	return c;
 }
 
-static void sx_slab_chunk_unmap(struct sx_slab *s, struct sx_slab_chunk *c)
+static void sx_slab_chunk_unmap(struct sx_slab_chunk *c)
 {
-	if (c->sc_avail)
-		sx_slab_avail_del(s, c);
-	if (c->sc_aprev)
-		c->sc_aprev->sc_anext = c->sc_anext;
-	else
-		s->s_all = c->sc_anext;
-	if (c->sc_anext)
-		c->sc_anext->sc_aprev = c->sc_aprev;
+	sx_slab_link_del(&c->sc_avail);
+	sx_slab_link_del(&c->sc_all);
 	munmap(c, SX_SLAB_CHUNK);
 }
 
@@ -176,11 +180,13 @@ static void *sx_slab_take(struct sx_slab *s)
 	void *p;
 
 	pthread_mutex_lock(&s->s_lock);
-	c = s->s_avail;
-	if (!c && s->s_spare) {
+	c = NULL;
+	if (!sx_slab_link_empty(&s->s_avail)) {
+		c = sx_slab_chunk_of(s->s_avail.l_next, sc_avail);
+	} else if (s->s_spare) {
 		c = s->s_spare;
 		s->s_spare = NULL;
-		sx_slab_avail_add(s, c);
+		sx_slab_link_add(&s->s_avail, &c->sc_avail);
 	}
 	if (!c)
 		c = sx_slab_chunk_new(s);
@@ -197,7 +203,7 @@ static void *sx_slab_take(struct sx_slab *s)
 	}
 	c->sc_used++;
 	if (sx_slab_chunk_full(s, c))
-		sx_slab_avail_del(s, c);
+		sx_slab_link_del(&c->sc_avail);
 	pthread_mutex_unlock(&s->s_lock);
 	return p;
 }
@@ -238,14 +244,13 @@ void sx_slab_free(struct sx_slab *s, void *p)
 	c->sc_free = p;
 	if (--c->sc_used == 0) {
 		/* keep one empty chunk, so that a take and a give at the edge do not map */
-		if (c->sc_avail)
-			sx_slab_avail_del(s, c);
+		sx_slab_link_del(&c->sc_avail);
 		if (s->s_spare)
-			sx_slab_chunk_unmap(s, c);
+			sx_slab_chunk_unmap(c);
 		else
 			s->s_spare = c;
-	} else if (!c->sc_avail) {
-		sx_slab_avail_add(s, c);
+	} else if (sx_slab_link_empty(&c->sc_avail)) {
+		sx_slab_link_add(&s->s_avail, &c->sc_avail);
 	}
 	pthread_mutex_unlock(&s->s_lock);
 }
@@ -255,8 +260,8 @@ void sx_slab_destroy(struct sx_slab *s)
 	if (!s)
 		return;
 	s->s_spare = NULL;
-	while (s->s_all)
-		sx_slab_chunk_unmap(s, s->s_all);
+	while (!sx_slab_link_empty(&s->s_all))
+		sx_slab_chunk_unmap(sx_slab_chunk_of(s->s_all.l_next, sc_all));
 	pthread_mutex_destroy(&s->s_lock);
 	free(s);
 }
