@@ -85,7 +85,9 @@ struct sx_swap_est {
 
 /**
  * sx_swapext_estimate() - walk the ranges of @si as the chain will, without
- * changing anything: count its steps and bound the mapping counts
+ * changing anything: count its steps and bound the mapping counts (a long
+ * swap's walk, in pieces, may count up to 15 steps and mappings more, 30
+ * for one file; never fewer)
  *
  * Return: 0, -EFBIG if a fork could outgrow ho_max_extents, -EFSCORRUPTED
  * for one block mapped with two states, or a host error.

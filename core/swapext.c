@@ -272,13 +272,17 @@ static int sx_swapext_mapped_beyond(struct sx_hinode *ip, u64 off, bool *beyond)
  * would find none of theirs until the end, reading every mapping block a
  * second time; walked backwards, the first pieces' blocks wait in the cache
  * for the steps.  (The store, swapping two files of 100,000 extents: 10,948
- * device reads down to 7,176.)  A mapping cut at a piece's edge counts as
- * two pieces, so a long walk may count up to SX_SWAPEXT_EST_PIECES - 1
- * steps and incoming pieces more than the swap has: a reservation a
- * little too large, never too small.  Blocks are counted exactly.
+ * device reads down to 7,176.)  Only a swap of many mappings over a long
+ * range is walked so: a mapping cut at a piece's edge counts as two
+ * pieces, so a walk in pieces may count up to SX_SWAPEXT_EST_PIECES - 1
+ * steps and incoming mappings of each range more than the swap has (twice
+ * that for one file): a reservation a little too large, never too small,
+ * and -EFBIG for a swap that many mappings short of ho_max_extents.
+ * Blocks are counted exactly.
  */
 #define SX_SWAPEXT_EST_PIECES	16
 #define SX_SWAPEXT_EST_LONG	65536	/* blocks of a range walked in pieces */
+#define SX_SWAPEXT_EST_MANY	256	/* mappings of both forks, at least */
 
 /* Add the walk of @si's range to @est and the incoming pieces to @in1, @in2. */
 static int sx_swapext_est_walk(const struct sx_swapext_intent *si, struct sx_swap_est *est,
@@ -321,7 +325,7 @@ static int sx_swapext_est_walk(const struct sx_swapext_intent *si, struct sx_swa
 /*
  * Walk the whole swap as finish_one will (the steps never touch a block
  * ahead of the cursors, so the current mappings are the ones each step will
- * read) and bound each fork's mapping count at any point of the chain: the
+ * read; a long one in pieces, see above) and bound each fork's mapping count at any point of the chain: the
  * count now, plus one for each incoming piece, plus three for the splits at
  * the two ends of the range and at the cursor.  Pieces leaving are not
  * subtracted: a piece may be part of a larger mapping, so its leaving need
@@ -337,7 +341,9 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 	int error = 0;
 
 	memset(est, 0, sizeof(*est));
-	if (len >= SX_SWAPEXT_EST_LONG)
+	sx_hstat(si->si_ip1, &st1);
+	sx_hstat(si->si_ip2, &st2);
+	if (len >= SX_SWAPEXT_EST_LONG && st1.hs_nextents + st2.hs_nextents >= SX_SWAPEXT_EST_MANY)
 		plen = sx_howmany(len, SX_SWAPEXT_EST_PIECES);
 	npieces = len ? sx_howmany(len, plen) : 0;
 	for (i = npieces; i-- > 0 && !error;) {
@@ -356,8 +362,6 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 	if (error)
 		return error;
 
-	sx_hstat(si->si_ip1, &st1);
-	sx_hstat(si->si_ip2, &st2);
 	max1 = ops->ho_max_extents(si->si_ip1);
 	max2 = ops->ho_max_extents(si->si_ip2);
 	if (si->si_ip1 == si->si_ip2) {

@@ -157,7 +157,8 @@ enum sx_swap_algo {
 /**
  * struct sx_hres - what a swap will do, for ho_trans_alloc
  * @hr_algo:	SX_SWAP_*
- * @hr_steps:	exchanges of the chain (each: two unmaps, two maps,
+ * @hr_steps:	exchanges of the chain, or up to 15 more for a long swap
+ *		of many mappings, walked in pieces (each: two unmaps, two maps,
  *		both inodes' size and block count); one per transaction,
  *		or with SX_HOST_DIRECT_MAP as many per transaction as
  *		ho_step_room allows

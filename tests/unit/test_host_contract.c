@@ -299,32 +299,40 @@ static void count_left(const struct sx_swapext_intent *si, u64 *blocks1, u64 *bl
 }
 
 /*
- * A long range's estimate is walked in 16 pieces (last first, for the
- * host's cache): it counts the blocks each range gives away exactly, and
- * the steps and incoming mappings at least as they are and at most one
- * more per edge between pieces; a range one block short of long is exact.
- * a and b hold alternate extents of 1,000 blocks: 2 * @n steps in all, each
- * file taking in @n mappings.
+ * A long range of many mappings is estimated in 16 pieces (the last first,
+ * for the host's cache): the blocks each range gives away are counted
+ * exactly, the steps and incoming mappings at least as they are and at
+ * most one more per edge between pieces (@slack: 0 where the range is
+ * walked whole).  a holds @n extents of @ext blocks, every other one, and
+ * b those between: each extent that reaches into the range [0, @len) is
+ * a step, whose blocks inside it move.
  */
-static void long_estimate(u64 n, u64 len, u64 slack)
+static void long_estimate(u64 n, u64 ext, u64 len, u64 slack)
 {
 	struct mh_inode *a, *b;
 	struct sx_hres *res = &host.mh_last_res;
-	u64 i;
+	u64 i, steps = 0, in[2] = { 0, 0 }, blocks[2] = { 0, 0 };
 
 	mh_init(&host, B, SX_HOST_ATOMIC_SWAP);
-	a = mh_create(&host, (s64)(len * B));
-	b = mh_create(&host, (s64)(len * B));
-	for (i = 0; i < n; i++) {
-		mh_add_extent(a, 2000 * i, 1000, false);
-		mh_add_extent(b, 2000 * i + 1000, 1000, false);
+	a = mh_create(&host, (s64)(2 * n * ext * B));
+	b = mh_create(&host, (s64)(2 * n * ext * B));
+	for (i = 0; i < 2 * n; i++) {
+		u64 off = i * ext;
+
+		mh_add_extent(i % 2 ? b : a, off, ext, false);
+		if (off < len) {
+			steps++;
+			/* b's extents come into a (in[0]), a's into b */
+			in[(i + 1) % 2]++;
+			blocks[i % 2] += len - off < ext ? len - off : ext;
+		}
 	}
 	assert_int_equal(swap_range(a, b, 0, 0, len, 0), 0);
-	assert_int_equal(res->hr_blocks1, 1000 * n);
-	assert_int_equal(res->hr_blocks2, 1000 * n);
-	assert_in_range(res->hr_steps, 2 * n, 2 * n + slack);
-	assert_in_range(res->hr_nrext1, n + 3 + n, n + 3 + n + slack);
-	assert_in_range(res->hr_nrext2, n + 3 + n, n + 3 + n + slack);
+	assert_int_equal(res->hr_blocks1, blocks[0]);
+	assert_int_equal(res->hr_blocks2, blocks[1]);
+	assert_in_range(res->hr_steps, steps, steps + slack);
+	assert_in_range(res->hr_nrext1, n + 3 + in[0], n + 3 + in[0] + slack);
+	assert_in_range(res->hr_nrext2, n + 3 + in[1], n + 3 + in[1] + slack);
 	assert_int_equal(mh_check(&host, MH_CHECK_EOF), 0);
 	check_idle();
 	mh_destroy(&host);
@@ -333,10 +341,15 @@ static void long_estimate(u64 n, u64 len, u64 slack)
 static void test_long_estimate(void **state)
 {
 	(void)state;
-	/* 200,000 blocks: pieces of 12,500, each edge inside an extent */
-	long_estimate(100, 200000, 15);
-	/* 65,535 blocks, a hole at the end of both: one walk, exact */
-	long_estimate(32, 65535, 0);
+	/* 400 mappings over 400,000 blocks: pieces of 25,000 */
+	long_estimate(200, 1000, 400000, 15);
+	/* a last piece shorter than the others, and data past the range */
+	long_estimate(200, 1000, 390003, 15);
+	/* 400 mappings, 65,536 blocks: the shortest range walked in pieces */
+	long_estimate(200, 164, 65536, 15);
+	/* one block shorter, or 200 mappings: walked whole, exact */
+	long_estimate(200, 164, 65535, 0);
+	long_estimate(100, 1000, 200000, 0);
 }
 
 /*
