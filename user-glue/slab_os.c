@@ -19,7 +19,10 @@
  * the only empty one, which stays for the next allocation.
  *
  * Under AddressSanitizer each object is its own malloc(), so that a use of
- * an evicted buffer's block or an overrun of it is caught as before.
+ * an evicted buffer's block or an overrun of it is caught as before; so
+ * is an object too large for eight to fit a chunk.  A munmap() here can
+ * fail only at the process's limit of mappings, and would leave 2 MiB of
+ * address space mapped, nothing else: it is not checked.
  */
 #define _GNU_SOURCE
 #include "sx_platform.h"
@@ -29,14 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SX_SLAB_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SX_SLAB_MALLOC 1
-#endif
-#endif
 
 #define SX_SLAB_CHUNK		((size_t)2 << 20)
 #define SX_SLAB_FIRST		((size_t)128 << 10)	/* used of a slab's first chunk */
@@ -103,9 +98,12 @@ static size_t sx_slab_roundup(size_t x, size_t align)
 
 struct sx_slab *sx_slab_create(size_t size)
 {
-	struct sx_slab *s = calloc(1, sizeof(*s));
+	struct sx_slab *s;
 	size_t align = 16;
 
+	if (sx_mem_fault())
+		return NULL;
+	s = sx_mem_got(calloc(1, sizeof(*s)));
 	if (!s)
 		return NULL;
 	if (!size)
@@ -115,11 +113,11 @@ struct sx_slab *sx_slab_create(size_t size)
 	s->s_size = sx_slab_roundup(size, align);
 	s->s_align = align;
 	s->s_first = sx_slab_roundup(sizeof(struct sx_slab_chunk), align);
-#ifdef SX_SLAB_MALLOC
+#ifdef SX_ASAN
 	s->s_malloc = true;
 #endif
 	/* a chunk of a few objects would waste most of itself */
-	if (s->s_first + 8 * s->s_size > SX_SLAB_CHUNK)
+	if (size > SX_SLAB_CHUNK / 8 || s->s_first + 8 * s->s_size > SX_SLAB_CHUNK)
 		s->s_malloc = true;
 	sx_slab_link_init(&s->s_avail);
 	sx_slab_link_init(&s->s_all);
@@ -147,14 +145,14 @@ static struct sx_slab_chunk *sx_slab_chunk_new(struct sx_slab *s)
 		munmap(p, start - p);
 	if (p + 2 * SX_SLAB_CHUNK > end)
 		munmap(end, p + 2 * SX_SLAB_CHUNK - end);
-	/* advice only: a kernel without THP ignores or refuses it alike */
-	madvise(start, SX_SLAB_CHUNK, first ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 	c = (struct sx_slab_chunk *)start;
 	c->sc_free = NULL;
 	c->sc_bump = s->s_first;
-	c->sc_end = first ? SX_SLAB_FIRST : SX_SLAB_CHUNK;
-	if (c->sc_end < s->s_first + s->s_size)
-		c->sc_end = SX_SLAB_CHUNK;
+	c->sc_end = first && s->s_first + s->s_size <= SX_SLAB_FIRST ? SX_SLAB_FIRST :
+		    SX_SLAB_CHUNK;
+	/* advice only: a kernel without THP ignores or refuses it alike */
+	madvise(start, SX_SLAB_CHUNK,
+		c->sc_end == SX_SLAB_CHUNK ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	c->sc_used = 0;
 	sx_slab_link_add(&s->s_all, &c->sc_all);
 	sx_slab_link_add(&s->s_avail, &c->sc_avail);
@@ -243,8 +241,15 @@ void sx_slab_free(struct sx_slab *s, void *p)
 	*(void **)p = c->sc_free;
 	c->sc_free = p;
 	if (--c->sc_used == 0) {
-		/* keep one empty chunk, so that a take and a give at the edge do not map */
+		/*
+		 * Keep one empty chunk, so that a take and a give at the edge do
+		 * not map and unmap; the larger, if the spare is a first chunk.
+		 */
 		sx_slab_link_del(&c->sc_avail);
+		if (s->s_spare && s->s_spare->sc_end < c->sc_end) {
+			sx_slab_chunk_unmap(s->s_spare);
+			s->s_spare = NULL;
+		}
 		if (s->s_spare)
 			sx_slab_chunk_unmap(c);
 		else
@@ -260,8 +265,13 @@ void sx_slab_destroy(struct sx_slab *s)
 	if (!s)
 		return;
 	s->s_spare = NULL;
-	while (!sx_slab_link_empty(&s->s_all))
-		sx_slab_chunk_unmap(sx_slab_chunk_of(s->s_all.l_next, sc_all));
+	while (!sx_slab_link_empty(&s->s_all)) {
+		struct sx_slab_chunk *c = sx_slab_chunk_of(s->s_all.l_next, sc_all);
+
+		ASSERT(c->sc_used == 0);
+		sx_slab_chunk_unmap(c);
+	}
 	pthread_mutex_destroy(&s->s_lock);
+	sx_mem_gone();
 	free(s);
 }

@@ -60,6 +60,15 @@ typedef uint64_t __le64;
 #define EFSBADCRC	EBADMSG		/* checksum mismatch */
 #endif
 
+/* Built with AddressSanitizer (gcc says so one way, clang the other). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SX_ASAN 1
+#endif
+#endif
+
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 

@@ -41,7 +41,7 @@ void sx_free(void *p);
 struct sx_slab;
 /** sx_slab_create() - a slab of @size-byte objects, or NULL without memory */
 struct sx_slab *sx_slab_create(size_t size);
-/** sx_slab_destroy() - free @s (NULL is ignored); all its objects are freed */
+/** sx_slab_destroy() - free @s (NULL is ignored), whose objects must all be back */
 void sx_slab_destroy(struct sx_slab *s);
 /** sx_slab_alloc() - an object of @s, contents undefined, or NULL */
 void *sx_slab_alloc(struct sx_slab *s, unsigned int flags);

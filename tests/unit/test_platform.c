@@ -81,17 +81,9 @@ static void test_alloc(void **state)
 	sx_free(NULL);
 }
 
-/* Built with AddressSanitizer: slabs hand out malloc()'s memory then. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SLAB_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SLAB_MALLOC 1
-#endif
-#endif
-
 #define SLAB_OBJS	6000	/* 1 KiB objects: more than two chunks' worth */
 
+#ifndef SX_ASAN
 /* True if the page holding @p is mapped (mincore() fails with ENOMEM if not). */
 static bool mapped(const void *p)
 {
@@ -100,6 +92,7 @@ static bool mapped(const void *p)
 
 	return mincore((void *)((uintptr_t)p & ~(uintptr_t)(page - 1)), 1, &vec) == 0;
 }
+#endif
 
 /*
  * A slab's objects are distinct, aligned to their power-of-two size, hold
@@ -134,7 +127,7 @@ static void test_slab(void **state)
 	assert_non_null(z);
 	for (j = 0; j < 1024; j++)
 		assert_int_equal(z[j], 0);
-#ifndef SLAB_MALLOC
+#ifndef SX_ASAN
 	assert_ptr_equal(z, p[77]);
 #endif
 	p[77] = z;
@@ -143,7 +136,7 @@ static void test_slab(void **state)
 	sx_slab_free(s, NULL);
 	sx_alloc_get_stats(&s1);
 	assert_int_equal(s1.as_live, s0.as_live);
-#ifndef SLAB_MALLOC
+#ifndef SX_ASAN
 	/* 6,000 KiB came from three chunks or more; all but one went back */
 	for (i = 0; i < SLAB_OBJS; i += 64)
 		unmapped += !mapped(p[i]);
