@@ -826,19 +826,19 @@ static void test_bcache_bound(void **state)
 
 /*
  * The default cache holds 4,096 buffers, or 16 MiB of blocks where that
- * is more: 16,384 blocks of 1 KiB.
+ * is more: 16,384 blocks of 1 KiB, 4,096 of 8 KiB (not 2,048).
  */
 static void test_bcache_default(void **state)
 {
 	static const struct {
 		u32	bs;
 		u32	max;
-	} geo[] = { { 1024, 16384 }, { 4096, 4096 } };
+	} geo[] = { { 1024, 16384 }, { 8192, 4096 } };
 	struct sx_bcache_stats st;
 	u32 g, i, n;
 
 	for (g = 0; g < 2; g++) {
-		struct sx_bdev *bd = sxt_memfs(64 * MIB, geo[g].bs, 0);
+		struct sx_bdev *bd = sxt_memfs(128 * MIB, geo[g].bs, 0);
 		struct sx_mount *mp = sxt_mount(bd);
 		u64 b = data0(mp), gen;
 
