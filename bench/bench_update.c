@@ -165,7 +165,6 @@ int main(int argc, char **argv)
 	unsigned int ops;
 	int nthreads, t, error;
 	uint64_t size, logbytes;
-	const char *env;
 	double t0, secs, total;
 	char name[32];
 
@@ -181,8 +180,7 @@ int main(int argc, char **argv)
 		atomic_flags = SX_ATOMIC_INPLACE;
 	sx_thread_enter();
 	/* the files, a clone's new blocks per thread, and room for the log */
-	env = getenv("BENCH_UPDATE_LOG_MB");
-	logbytes = (env ? strtoull(env, NULL, 0) : 128) << 20;
+	logbytes = bd_log_bytes("BENCH_UPDATE_LOG_MB");
 	size = (uint64_t)nthreads * 4 * FILE_SIZE + (256ull << 20) + logbytes;
 	bd = bd_file_image(argv[1], size, BLOCK_SIZE, logbytes, 1);
 	error = sx_mount(bd, NULL, &mp);

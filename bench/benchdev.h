@@ -174,6 +174,17 @@ static inline void bd_file_fill(const char *path, uint64_t size)
 }
 
 /*
+ * bd_log_bytes() - the log size the environment variable @var asks for,
+ * in MiB (0: mkfs's default), or 128 MiB, what make bench gives XFS
+ */
+static inline uint64_t bd_log_bytes(const char *var)
+{
+	const char *env = getenv(var);
+
+	return (env ? strtoull(env, NULL, 0) : 128) << 20;
+}
+
+/*
  * bd_file_image() - a new file-backed image of @size bytes at @path (any
  * old file there replaced; written whole first if @fill), mkfs'd with
  * @bs-byte blocks, the atomic_swap feature and a log of @logbytes (0:
