@@ -196,13 +196,16 @@ STRESS_BINS	:= $(STRESS_SRCS:tests/stress/%.c=$(BUILD)/tests/stress/%)
 FFZ_BIN		:= $(if $(FFZ_SRCS),$(BUILD)/tests/fieldfuzz/fieldfuzz)
 # make install into a scratch folder and a program built on what it installed
 INSTALL_CHECK	:= $(BUILD)/tests/install/install-check
+# scripts/ab.sh (interleaved A/B runs of two builds) against stand-ins
+AB_CHECK	:= $(BUILD)/tests/bench/ab-check
 # The fuzz corpus and every kept crasher through every target (tests/fuzz/fz_replay.c)
 FZ_REPLAY	:= $(BUILD)/tests/fuzz/fz-replay
 FZ_MKSEEDS	:= $(BUILD)/tests/fuzz/fz-mkseeds
 FZ_REPLAY_TEST	:= $(BUILD)/tests/fuzz/fuzz-replay
 # libFuzzer binaries: only in the fuzz variant build ($(BUILD)/fuzz)
 FZ_FUZZ_BINS	:= $(FZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%)
-TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(FFZ_BIN) $(INSTALL_CHECK) $(FZ_REPLAY_TEST)
+TEST_BINS	:= $(UNIT_BINS) $(CRASH_BINS) $(STRESS_BINS) $(FFZ_BIN) $(INSTALL_CHECK) $(AB_CHECK) \
+		   $(FZ_REPLAY_TEST)
 BENCH_BINS	:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 PORT_DIR	:= $(BUILD)/portable
@@ -560,6 +563,12 @@ $(XC_STORE): $(OBJ)/tests/xfs/scen_store.o $(COMMON_OBJS) $(LIBA)
 $(INSTALL_CHECK): tests/install/install-check.sh
 	@mkdir -p $(@D)
 	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" && exec bash tests/install/install-check.sh "$(abspath $(BUILD))"' > $@
+	@chmod +x $@
+
+# The A/B script's check as a test program of run-tests.sh.
+$(AB_CHECK): tests/bench/ab-check.sh scripts/ab.sh
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' 'cd "$(CURDIR)" && exec bash tests/bench/ab-check.sh scripts/ab.sh' > $@
 	@chmod +x $@
 
 # The thread stress under TSan as a test program of run-tests.sh.
