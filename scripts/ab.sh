@@ -7,6 +7,8 @@
 # the builds.  Each pair runs A and B back to back, the first of the two
 # alternating from pair to pair; the figure is the median of the per-pair
 # ratios B/A, with how many pairs B won and the sign test's two-sided p.
+# The test takes the pairs as independent, and the drift is not: a round
+# that looks decisive can be followed by one that is not, so repeat it.
 #
 # usage: ab.sh [-n PAIRS] [-k KEY] A B [ARG...]
 #
