@@ -325,9 +325,10 @@ static int sx_swapext_est_walk(const struct sx_swapext_intent *si, struct sx_swa
 /*
  * Walk the whole swap as finish_one will (the steps never touch a block
  * ahead of the cursors, so the current mappings are the ones each step will
- * read; a long one in pieces, see above) and bound each fork's mapping count at any point of the chain: the
- * count now, plus one for each incoming piece, plus three for the splits at
- * the two ends of the range and at the cursor.  Pieces leaving are not
+ * read; a long one in pieces, see above) and bound each fork's mapping
+ * count at any point of the chain: the count now, plus one for each
+ * incoming piece, plus three for the splits at the two ends of the range
+ * and at the cursor.  Pieces leaving are not
  * subtracted: a piece may be part of a larger mapping, so its leaving need
  * not lower the count.  One file holds both ranges' growth.
  */
