@@ -96,6 +96,13 @@ static void sx_swapext_walk_init(struct sx_swapext_walk *w, const struct sx_swap
 	}
 }
 
+/* Forget what @w read ahead, for a walk that starts elsewhere. */
+static void sx_swapext_walk_rewind(struct sx_swapext_walk *w)
+{
+	w->w_rc1.rc_i = w->w_rc1.rc_n = 0;
+	w->w_rc2.rc_i = w->w_rc2.rc_n = 0;
+}
+
 static void sx_swapext_walk_done(struct sx_swapext_walk *w)
 {
 	sx_free(w->w_buf);
@@ -284,20 +291,22 @@ static int sx_swapext_mapped_beyond(struct sx_hinode *ip, u64 off, bool *beyond)
 #define SX_SWAPEXT_EST_LONG	65536	/* blocks of a range walked in pieces */
 #define SX_SWAPEXT_EST_MANY	256	/* mappings of both forks, at least */
 
-/* Add the walk of @si's range to @est and the incoming pieces to @in1, @in2. */
-static int sx_swapext_est_walk(const struct sx_swapext_intent *si, struct sx_swap_est *est,
-			       u64 *in1, u64 *in2)
+/*
+ * Add the walk of @si's range, read through @rd, to @est and the incoming
+ * pieces to @in1, @in2.
+ */
+static int sx_swapext_est_walk(const struct sx_swapext_intent *si, struct sx_swapext_walk *rd,
+			       struct sx_swap_est *est, u64 *in1, u64 *in2)
 {
 	struct sx_swapext_intent walk = *si;
-	struct sx_swapext_walk rd;
 	int error = 0;
 
-	sx_swapext_walk_init(&rd, si);
+	sx_swapext_walk_rewind(rd);
 	while (walk.si_blockcount > 0) {
 		struct sx_hmap m1, m2;
 		bool same;
 
-		error = sx_swapext_read_pair(NULL, &walk, &rd.w_rc1, &rd.w_rc2, &m1, &m2);
+		error = sx_swapext_read_pair(NULL, &walk, &rd->w_rc1, &rd->w_rc2, &m1, &m2);
 		if (!error)
 			error = sx_swapext_same(&walk, &m1, &m2, &same);
 		if (error)
@@ -316,9 +325,8 @@ static int sx_swapext_est_walk(const struct sx_swapext_intent *si, struct sx_swa
 				est->se_blocks1 += m1.hm_blockcount;
 			}
 		}
-		sx_swapext_advance(&walk, &rd.w_rc1, &rd.w_rc2, m1.hm_blockcount);
+		sx_swapext_advance(&walk, &rd->w_rc1, &rd->w_rc2, m1.hm_blockcount);
 	}
-	sx_swapext_walk_done(&rd);
 	return error;
 }
 
@@ -336,6 +344,7 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 {
 	const struct sx_host_ops *ops = sx_hops(si->si_ip1);
 	u64 len = si->si_blockcount, plen = len, npieces, i;
+	struct sx_swapext_walk rd;
 	struct sx_hstat st1, st2;
 	u64 in1 = 0, in2 = 0;
 	u64 max1, max2;
@@ -347,14 +356,17 @@ int sx_swapext_estimate(const struct sx_swapext_intent *si, struct sx_swap_est *
 	if (len >= SX_SWAPEXT_EST_LONG && st1.hs_nextents + st2.hs_nextents >= SX_SWAPEXT_EST_MANY)
 		plen = sx_howmany(len, SX_SWAPEXT_EST_PIECES);
 	npieces = len ? sx_howmany(len, plen) : 0;
+	/* one read-ahead buffer for all the pieces */
+	sx_swapext_walk_init(&rd, si);
 	for (i = npieces; i-- > 0 && !error;) {
 		struct sx_swapext_intent piece = *si;
 
 		piece.si_startoff1 += i * plen;
 		piece.si_startoff2 += i * plen;
 		piece.si_blockcount = sx_min(plen, len - i * plen);
-		error = sx_swapext_est_walk(&piece, est, &in1, &in2);
+		error = sx_swapext_est_walk(&piece, &rd, est, &in1, &in2);
 	}
+	sx_swapext_walk_done(&rd);
 	if (error)
 		return error;
 	error = sx_swapext_mapped_beyond(si->si_ip1, si->si_startoff1 + len, &est->se_beyond1);
