@@ -660,8 +660,9 @@ int sx_bmap_unmap_one_nocharge_cur(struct sx_fork_cur *fc, u64 off, u64 len,
 }
 
 /*
- * Give the middle piece of @got (per @p) its new state, merging it with
- * the mapping before (@prev) or after (@next) when it now continues them.
+ * Give the middle piece of @got (per @p) its new state or blocks, merging
+ * it with the mapping before (@prev) or after (@next) when it now
+ * continues them.
  */
 static int sx_bmap_restate(struct sx_fork_cur *fc, const struct sx_bmap_irec *got,
 			   struct sx_bmap_pieces *p,
@@ -709,15 +710,39 @@ static int sx_bmap_restate(struct sx_fork_cur *fc, const struct sx_bmap_irec *go
 	return error;
 }
 
+/*
+ * Put p->bp_mid, the new contents of the middle piece of @got (the cursor
+ * stands on @got), in the fork: find the neighbours it may now continue,
+ * then let sx_bmap_restate() apply it.
+ */
+static int sx_bmap_change_mid(struct sx_fork_cur *fc, const struct sx_bmap_irec *got,
+			      struct sx_bmap_pieces *p)
+{
+	struct sx_bmap_irec prev = { 0 }, next = { 0 };
+	bool have_prev = false, have_next = false;
+	int error = 0;
+
+	if (!p->bp_right.br_blockcount) {
+		error = sx_bmap_next_rec(fc, &next, &have_next);
+		if (!error)
+			error = sx_bmap_seek(fc, got->br_startoff);
+	}
+	if (!error && !p->bp_left.br_blockcount)
+		error = sx_bmap_prev_rec(fc, &prev, &have_prev);
+	if (error)
+		return error;
+	return sx_bmap_restate(fc, got, p, &prev, have_prev, &next, have_next);
+}
+
 /* Change the state of the first piece in range whose state differs. */
 int sx_bmap_set_state_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
 			  u32 state, struct sx_bmap_irec *changed)
 {
-	struct sx_bmap_irec got, prev = { 0 }, next = { 0 };
-	bool found, have_prev = false, have_next = false;
+	struct sx_bmap_irec got;
 	struct sx_bmap_pieces p;
 	struct sx_fork_cur fc;
 	u64 end = off + len;
+	bool found;
 	int error;
 
 	if (state & ~SX_BMAP_UNWRITTEN)
@@ -745,21 +770,63 @@ int sx_bmap_set_state_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64
 		goto out;
 	sx_bmap_split(&got, off, end, &p);
 	p.bp_mid.br_state = state;
-	/* the neighbours the changed piece may now continue */
-	if (!p.bp_right.br_blockcount) {
-		error = sx_bmap_next_rec(&fc, &next, &have_next);
-		if (!error)
-			error = sx_bmap_seek(&fc, got.br_startoff);
-	}
-	if (!error && !p.bp_left.br_blockcount)
-		error = sx_bmap_prev_rec(&fc, &prev, &have_prev);
-	if (error)
-		goto out;
-	error = sx_bmap_restate(&fc, &got, &p, &prev, have_prev, &next, have_next);
+	error = sx_bmap_change_mid(&fc, &got, &p);
 	if (error)
 		goto out;
 	*changed = p.bp_mid;
 	error = sx_inode_log(tp, ip);
+out:
+	sx_fork_cur_release(&fc);
+	return error;
+}
+
+/*
+ * New blocks where one mapping was: the mapping's piece gets them in place,
+ * so a file rewritten out of place a block at a time changes one record
+ * (and its neighbours' when the new blocks continue them), where an unmap
+ * and a map would delete the record and insert it again, each shifting and
+ * logging every record after it in the leaf.
+ */
+int sx_bmap_replace_one(struct sx_trans *tp, struct sx_inode *ip,
+			const struct sx_bmap_irec *irec, struct sx_bmap_irec *removed)
+{
+	u64 off = irec->br_startoff, end = sx_bmap_end(irec);
+	struct sx_bmap_pieces p;
+	struct sx_bmap_irec got;
+	struct sx_fork_cur fc;
+	bool found;
+	int error;
+
+	removed->br_startoff = off;
+	removed->br_startblock = SX_HOLE;
+	removed->br_blockcount = 0;
+	removed->br_state = 0;
+	error = sx_bmap_check_irec(ip->i_mp, irec);
+	if (error)
+		return error;
+	sx_fork_cur_init(&fc, ip, tp, &sx_bmap_fork_ops);
+	error = sx_bmap_first_in(&fc, off, end, &got, &found);
+	if (error || !found || got.br_startoff > off || sx_bmap_end(&got) < end)
+		goto out;
+	/*
+	 * The new blocks cannot continue what is left of the old mapping on
+	 * either side: those are the old blocks next to the ones replaced,
+	 * still allocated, so the new ones lie elsewhere.  Only the neighbour
+	 * records can join them, which sx_bmap_change_mid() looks at.
+	 */
+	sx_bmap_split(&got, off, end, &p);
+	if (irec->br_startblock < p.bp_mid.br_startblock + p.bp_mid.br_blockcount &&
+	    p.bp_mid.br_startblock < irec->br_startblock + irec->br_blockcount) {
+		error = -EINVAL;	/* the new blocks overlap the ones they replace */
+		goto out;
+	}
+	*removed = p.bp_mid;
+	p.bp_mid = *irec;
+	error = sx_bmap_change_mid(&fc, &got, &p);
+	if (!error)
+		error = sx_inode_log(tp, ip);
+	if (error)
+		removed->br_startblock = SX_HOLE;
 out:
 	sx_fork_cur_release(&fc);
 	return error;

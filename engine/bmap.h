@@ -106,7 +106,23 @@ int sx_bmap_unmap_one_nocharge_cur(struct sx_fork_cur *fc, u64 off, u64 len,
 int sx_bmap_set_state_one(struct sx_trans *tp, struct sx_inode *ip, u64 off, u64 len,
 			  u32 state, struct sx_bmap_irec *changed);
 
-/** sx_bmap_res_bytes() - log bytes one map/unmap/set_state call may need */
+/**
+ * sx_bmap_replace_one() - put @irec's blocks in place of the one mapping
+ * that covers all of @irec's range, in one change of the fork (an update
+ * where no neighbour merges), leaving i_nblocks alone
+ * @removed: the piece replaced, whose blocks the caller now owns;
+ *	br_startblock SX_HOLE if no single mapping covers the range, and then
+ *	nothing changed (unmap the pieces and map @irec instead)
+ *
+ * What an unmap and a map of the same range would leave, without the
+ * delete and insert between them: those shift the records after the
+ * place twice, and log them each time.  An out-of-place rewrite of mapped
+ * blocks (the atomic write) is the caller.
+ */
+int sx_bmap_replace_one(struct sx_trans *tp, struct sx_inode *ip,
+			const struct sx_bmap_irec *irec, struct sx_bmap_irec *removed);
+
+/** sx_bmap_res_bytes() - log bytes one map/unmap/set_state/replace call may need */
 u32 sx_bmap_res_bytes(const struct sx_mount *mp, const struct sx_inode *ip);
 
 /** sx_bmap_count() - the number of mappings */

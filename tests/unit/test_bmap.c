@@ -3,10 +3,12 @@
  * Extent map tests (engine/bmap.c) on real inodes, forks and transactions:
  * lookups of mappings and holes; merges with the left, the right and both
  * neighbours; splits by unmap and by state changes, and the merges state
- * changes make; argument and overlap errors; a random workload against a
+ * changes make; replaces of a mapped range by new blocks, and the ranges
+ * they refuse; argument and overlap errors; a random workload against a
  * per-block model (each check also reading runs of mappings with
  * sx_bmap_next_n()) that crosses the inline/B+tree boundary of the fork in
- * both directions many times, every operation in a transaction of exactly
+ * both directions many times (once more with replaces of mapped ranges by
+ * new blocks among the operations), every operation in a transaction of exactly
  * sx_bmap_res_bytes(), with remounts; a file driven across the boundary
  * back and forth on purpose; many changes through one kept cursor in one
  * transaction, as a swap step makes them; and a file of 1,000,000
@@ -356,6 +358,17 @@ static struct sx_bmap_irec tf_set_state(struct tfile *t, u64 off, u64 len, u32 s
 	return r;
 }
 
+/* Replace in a transaction; returns what was replaced (HOLE: nothing). */
+static struct sx_bmap_irec tf_replace(struct tfile *t, u64 off, u64 bno, u32 len, u32 st)
+{
+	struct sx_bmap_irec irec = { off, bno, len, st }, r;
+	struct sx_trans *tp = tf_trans(t);
+
+	assert_int_equal(sx_bmap_replace_one(tp, t->ip, &irec, &r), 0);
+	tf_commit(t, tp);
+	return r;
+}
+
 /* Unmap splits; set_state splits and merges again. */
 static void test_unmap_set_state(void **state)
 {
@@ -440,6 +453,101 @@ static void test_unmap_set_state(void **state)
 	assert_int_equal(tf_walk(&t, all, 16), 2);
 	assert_irec(all[0], 5, d + 5, 35, 0);
 	assert_irec(all[1], 60, d + 60, 35, 0);
+	tf_teardown(&t);
+}
+
+/*
+ * Replace: the middle, the front and the back of a mapping, a whole one
+ * that joins both neighbours, a state that keeps it apart, and the ranges
+ * no single mapping covers (a hole, two mappings), which change nothing.
+ */
+static void test_replace(void **state)
+{
+	struct sx_bmap_irec r, all[16];
+	struct tfile t;
+	u64 d, e;
+
+	tf_setup(&t, 16 * MIB, 4096);
+	d = t.mp->m_sb.sb_datastart + 100;
+	e = d + 1000;
+	assert_int_equal(tf_map(&t, 0, d, 100, 0), 0);
+
+	/* the middle: three mappings, the new blocks between the old */
+	r = tf_replace(&t, 40, e, 10, 0);
+	assert_irec(r, 40, d + 40, 10, 0);
+	assert_int_equal(tf_walk(&t, all, 16), 3);
+	assert_irec(all[0], 0, d, 40, 0);
+	assert_irec(all[1], 40, e, 10, 0);
+	assert_irec(all[2], 50, d + 50, 50, 0);
+	assert_int_equal(t.ip->i_nblocks, 100);
+	/* the old blocks back: both neighbours continue them, one mapping again */
+	r = tf_replace(&t, 40, d + 40, 10, 0);
+	assert_irec(r, 40, e, 10, 0);
+	assert_int_equal(tf_walk(&t, all, 16), 1);
+	assert_irec(all[0], 0, d, 100, 0);
+	/* the front and the back */
+	r = tf_replace(&t, 0, e, 5, 0);
+	assert_irec(r, 0, d, 5, 0);
+	r = tf_replace(&t, 95, e + 95, 5, 0);
+	assert_irec(r, 95, d + 95, 5, 0);
+	assert_int_equal(tf_walk(&t, all, 16), 3);
+	assert_irec(all[0], 0, e, 5, 0);
+	assert_irec(all[1], 5, d + 5, 90, 0);
+	assert_irec(all[2], 95, e + 95, 5, 0);
+	/* a whole mapping, with blocks that continue both neighbours */
+	r = tf_replace(&t, 5, e + 5, 90, 0);
+	assert_irec(r, 5, d + 5, 90, 0);
+	assert_int_equal(tf_walk(&t, all, 16), 1);
+	assert_irec(all[0], 0, e, 100, 0);
+	/* unwritten blocks do not join written neighbours */
+	r = tf_replace(&t, 5, e + 200, 5, SX_BMAP_UNWRITTEN);
+	assert_irec(r, 5, e + 5, 5, 0);
+	assert_int_equal(tf_walk(&t, all, 16), 3);
+	assert_irec(all[0], 0, e, 5, 0);
+	assert_irec(all[1], 5, e + 200, 5, SX_BMAP_UNWRITTEN);
+	assert_irec(all[2], 10, e + 10, 90, 0);
+	/* ... and written ones that continue them do */
+	r = tf_replace(&t, 5, e + 5, 5, 0);
+	assert_irec(r, 5, e + 200, 5, SX_BMAP_UNWRITTEN);
+	assert_int_equal(tf_walk(&t, all, 16), 1);
+	assert_irec(all[0], 0, e, 100, 0);
+	assert_int_equal(t.ip->i_nblocks, 100);
+
+	/* no single mapping covers: past the end, across the end, across two */
+	r = tf_replace(&t, 100, d, 10, 0);
+	assert_int_equal(r.br_startblock, HOLE);
+	r = tf_replace(&t, 95, d, 10, 0);
+	assert_int_equal(r.br_startblock, HOLE);
+	r = tf_replace(&t, 40, d, 10, 0);		/* [40, 50) first, to make two */
+	assert_irec(r, 40, e + 40, 10, 0);
+	r = tf_replace(&t, 45, e + 200, 10, 0);
+	assert_int_equal(r.br_startblock, HOLE);
+	assert_int_equal(tf_walk(&t, all, 16), 3);
+	assert_irec(all[0], 0, e, 40, 0);
+	assert_irec(all[1], 40, d, 10, 0);
+	assert_irec(all[2], 50, e + 50, 50, 0);
+	assert_int_equal(t.ip->i_nblocks, 100);
+	/* a bad mapping */
+	{
+		struct sx_bmap_irec bad = { 0, d, 0, 0 };
+		struct sx_trans *tp = tf_trans(&t);
+
+		assert_int_equal(sx_bmap_replace_one(tp, t.ip, &bad, &r), -EINVAL);
+		bad.br_blockcount = 1;
+		bad.br_state = 2;
+		assert_int_equal(sx_bmap_replace_one(tp, t.ip, &bad, &r), -EINVAL);
+		/* blocks that overlap the ones they would replace */
+		bad.br_startoff = 40;
+		bad.br_startblock = d + 1;
+		bad.br_blockcount = 2;
+		bad.br_state = 0;
+		assert_int_equal(sx_bmap_replace_one(tp, t.ip, &bad, &r), -EINVAL);
+		assert_int_equal(r.br_startblock, HOLE);
+		tf_cancel(&t, tp);
+	}
+	tf_remount(&t);
+	assert_int_equal(tf_walk(&t, all, 16), 3);
+	assert_irec(all[1], 40, d, 10, 0);
 	tf_teardown(&t);
 }
 
@@ -592,6 +700,52 @@ static void model_unmap(struct tfile *t, struct model *m, u64 *rs, bool big)
 			    m->st[b] != r.br_state);
 }
 
+/*
+ * Replace a random range with new blocks (next to its neighbour's when
+ * free, so that they join it): it must happen exactly when one mapping
+ * covers the range, and then hand back that mapping's piece.
+ */
+static void model_replace(struct tfile *t, struct model *m, u64 *rs)
+{
+	u64 off = sxt_rand(rs) % m->n, len = 1 + sxt_rand(rs) % 8, hint, bno, b, i;
+	struct sx_bmap_irec irec, r;
+	struct sx_trans *tp;
+	bool one = true;
+	u32 got;
+
+	len = sx_min(len, m->n - off);
+	hint = off > 0 && m->blk[off - 1] != HOLE ? m->blk[off - 1] + 1 : 0;
+	if (sxt_rand(rs) % 4 == 0)
+		hint = 0;
+	tp = tf_trans(t);
+	assert_int_equal(sx_alloc_extent(tp, hint, 1, (u32)len, &bno, &got), 0);
+	/* one mapping covers [off, off + got): every block mapped, contiguous, one state */
+	for (b = off; b < off + got; b++)
+		if (m->blk[b] == HOLE ||
+		    (b > off && (m->blk[b] != m->blk[b - 1] + 1 || m->st[b] != m->st[b - 1])))
+			one = false;
+	irec.br_startoff = off;
+	irec.br_startblock = bno;
+	irec.br_blockcount = got;
+	irec.br_state = sxt_rand(rs) % 3 == 0 ? SX_BMAP_UNWRITTEN : 0;
+	assert_int_equal(sx_bmap_replace_one(tp, t->ip, &irec, &r), 0);
+	if (!one) {
+		assert_int_equal(r.br_startblock, HOLE);
+		tf_cancel(t, tp);
+		return;
+	}
+	assert_int_equal(r.br_startoff, off);
+	assert_int_equal(r.br_blockcount, got);
+	assert_int_equal(r.br_startblock, m->blk[off]);
+	assert_int_equal(r.br_state, m->st[off]);
+	assert_int_equal(sx_free_extent(tp, r.br_startblock, r.br_blockcount), 0);
+	tf_commit(t, tp);
+	for (i = 0; i < got; i++) {
+		m->blk[off + i] = bno + i;
+		m->st[off + i] = (u8)irec.br_state;
+	}
+}
+
 /* Flip the state of the first differing piece of a random range. */
 static void model_state(struct tfile *t, struct model *m, u64 *rs)
 {
@@ -621,7 +775,7 @@ static void model_state(struct tfile *t, struct model *m, u64 *rs)
  * between growing and shrinking, so the fork crosses the inline/B+tree
  * boundary both ways, many times; remounts now and then.
  */
-static void random_run(u32 bsize, u64 nblocks, u64 nops, u32 min_crossings)
+static void random_run(u32 bsize, u64 nblocks, u64 nops, u32 min_crossings, u32 replace_pct)
 {
 	struct model m;
 	struct tfile t;
@@ -648,7 +802,9 @@ static void random_run(u32 bsize, u64 nblocks, u64 nops, u32 min_crossings)
 			grow = false;
 		else if (!grow && count < 1 + sxt_rand(&rs) % (inl / 2 + 1))
 			grow = true;
-		if (r < (grow ? 55u : 20u))
+		if (replace_pct && sxt_rand(&rs) % 100 < replace_pct)
+			model_replace(&t, &m, &rs);
+		else if (r < (grow ? 55u : 20u))
 			model_map(&t, &m, &rs);
 		else if (r < 80)
 			model_unmap(&t, &m, &rs, !grow);
@@ -700,12 +856,18 @@ static void random_run(u32 bsize, u64 nblocks, u64 nops, u32 min_crossings)
 
 static void test_random_512(void **state)
 {
-	random_run(512, 6000, 40000, 10);
+	random_run(512, 6000, 40000, 10, 0);
 }
 
 static void test_random_4096(void **state)
 {
-	random_run(4096, 60000, 40000, 3);
+	random_run(4096, 60000, 40000, 3, 0);
+}
+
+/* The same workload with a quarter of the operations replaces. */
+static void test_random_replace(void **state)
+{
+	random_run(512, 6000, 40000, 10, 25);
 }
 
 /*
@@ -950,10 +1112,12 @@ int main(void)
 		cmocka_unit_test(test_map_lookup_merge),
 		cmocka_unit_test(test_maxlen),
 		cmocka_unit_test(test_unmap_set_state),
+		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_boundary),
 		cmocka_unit_test(test_kept_cursor),
 		cmocka_unit_test(test_random_512),
 		cmocka_unit_test(test_random_4096),
+		cmocka_unit_test(test_random_replace),
 		cmocka_unit_test(test_million),
 	};
 
