@@ -376,13 +376,27 @@ static int sx_awd_write(struct sx_awd *d, struct sx_trans *tp)
 	return 0;
 }
 
-/* Put new extent @e in place of the file's old blocks there, which are freed. */
+/*
+ * Put new extent @e in place of the file's old blocks there, which are
+ * freed: in place of the mapping's record when one mapping covers it (a
+ * rewrite of written blocks), else by unmapping every piece and mapping it.
+ */
 static int sx_awd_remap(struct sx_awd *d, struct sx_trans *tp, const struct sx_awd_ext *e)
 {
 	struct sx_inode *ip = d->d_aw->a_files[d->d_runs[e->e_run].r_file].f_ip;
 	struct sx_bmap_irec got, map;
 	int error;
 
+	map.br_startoff = e->e_fb;
+	map.br_startblock = e->e_bno;
+	map.br_blockcount = e->e_len;
+	map.br_state = 0;
+	error = sx_bmap_replace_one(tp, ip, &map, &got);
+	if (error)
+		return error;
+	if (got.br_startblock != SX_HOLE)
+		return sx_free_data(tp, got.br_startblock, got.br_blockcount,
+				    (u32)got.br_blockcount);
 	for (;;) {
 		error = sx_bmap_unmap_one(tp, ip, e->e_fb, e->e_len, &got);
 		if (error)
@@ -395,10 +409,6 @@ static int sx_awd_remap(struct sx_awd *d, struct sx_trans *tp, const struct sx_a
 		if (error)
 			return error;
 	}
-	map.br_startoff = e->e_fb;
-	map.br_startblock = e->e_bno;
-	map.br_blockcount = e->e_len;
-	map.br_state = 0;
 	return sx_bmap_map(tp, ip, &map);
 }
 
