@@ -120,8 +120,6 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	sx_mutex_init(&log->l_wait_lock);
 	sx_cond_init(&log->l_space);
 	sx_list_init(&log->l_waiters);
-	sx_cond_init(&log->l_gathered);
-	log->l_gather_max_ns = SX_LOG_GATHER_MAX_NS;
 	mp->m_log = log;
 	return 0;
 }
@@ -155,7 +153,6 @@ void sx_log_destroy(struct sx_mount *mp)
 	ASSERT(sx_list_empty(&log->l_waiters));
 	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);
-	sx_cond_destroy(&log->l_gathered);
 	sx_mutex_destroy(&log->l_lock);
 	sx_mutex_destroy(&log->l_wait_lock);
 	sx_mutex_destroy(&log->l_force_lock);
@@ -685,8 +682,6 @@ static bool sx_log_wait_turn(struct sx_log *log, u64 seq, u64 flush)
 	sx_list_add_tail(&w.w_list, &log->l_waiters);
 	log->l_followers++;
 	log->l_stats.ls_waits++;
-	if (log->l_group_want && log->l_followers + 1 >= log->l_group_want)
-		sx_cond_broadcast(&log->l_gathered);
 	while (!w.w_woken)
 		sx_cond_wait(&w.w_cond, &log->l_wait_lock);
 	/* the waker broadcast under l_wait_lock, which this thread holds again */
@@ -1001,44 +996,6 @@ int sx_log_force(struct sx_mount *mp)
 }
 
 /*
- * A new leader's wait for company (l_wait_lock held, l_leading set).  When
- * the last force ended with others waiting, callers are committing side by
- * side, and the ones that were served by the last force are still between
- * its end and their next commit: a leader that forced at once would take
- * only the few commits that came first, and the rest would wait for the
- * whole of the next force as well.  So it waits until as many callers are
- * here as were still waiting when the last force ended (those it did not
- * serve, which committed while it ran, and its leader), for at most about
- * one force's length (which is what a caller arriving just after the force
- * started would have waited anyway).  Counting the ones it served too made
- * leaders wait longer for fewer flushes and fewer writes: 0.50 against 0.57
- * flushes per atomic write at T = 2, and about 3,900 against 6,500 writes/s.
- * A lone thread never waits.  The wait is bounded and the
- * leader holds nothing but l_wait_lock, which it drops while it sleeps, so
- * a caller that never comes costs time, not progress.
- */
-static void sx_log_gather(struct sx_mount *mp)
-{
-	struct sx_log *log = mp->m_log;
-	u64 limit, deadline, now;
-
-	ASSERT(sx_mutex_is_held(&log->l_wait_lock));
-	if (log->l_last_group < 2 || log->l_followers + 1 >= log->l_last_group)
-		return;
-	limit = sx_min(log->l_force_ns, log->l_gather_max_ns);
-	deadline = sx_now_ns() + limit;
-	log->l_group_want = log->l_last_group;
-	log->l_stats.ls_gathers++;
-	while (log->l_followers + 1 < log->l_group_want && !sx_is_shutdown(mp)) {
-		now = sx_now_ns();
-		if (now >= deadline ||
-		    !sx_cond_timedwait(&log->l_gathered, &log->l_wait_lock, deadline - now))
-			break;
-	}
-	log->l_group_want = 0;
-}
-
-/*
  * Make the transactions up to commit sequence @seq durable, and with @data
  * the file data written in place so far too.  Forces are shared (group
  * commit): a force takes everything queued, and a caller whose
@@ -1054,13 +1011,19 @@ static void sx_log_gather(struct sx_mount *mp)
  * force covered would wait for that one too, and every group would
  * shrink to the thread that leads it; and a fsync that found data
  * written in place by anyone since the last flush began would flush
- * again although that flush covered its own.  A new leader first waits a
- * little for the others to commit too (sx_log_gather()).
+ * again although that flush covered its own.
+ *
+ * A new leader forces at once, with whatever is queued.  Stop 26 had it
+ * wait first for the writers the last force served to commit again (up to
+ * a force's length): fewer flushes, but fewer writes too, measured in
+ * interleaved pairs at stop 34: the device idles while they gather, and
+ * a writer that misses a force is served by the next one, which starts
+ * as soon as this one ends.
  */
 int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 {
 	struct sx_log *log = mp->m_log;
-	u64 start, flush = 0;
+	u64 flush = 0;
 	bool lead = false;
 	int error = 0;
 
@@ -1082,10 +1045,8 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 		lead = sx_log_wait_turn(log, seq, flush);
 	}
 	log->l_leading = true;
-	sx_log_gather(mp);
 	sx_mutex_unlock(&log->l_wait_lock);
 
-	start = sx_now_ns();
 	sx_mutex_lock(&log->l_force_lock);
 	if (sx_log_durable_seq(mp) < seq) {
 		/* its flush is begun after every caller here came */
@@ -1097,10 +1058,6 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 	sx_mutex_unlock(&log->l_force_lock);
 
 	sx_mutex_lock(&log->l_wait_lock);
-	/* an eighth of each new force: steady, yet follows the device */
-	log->l_force_ns = log->l_force_ns - (log->l_force_ns >> 3) +
-			  ((sx_now_ns() - start) >> 3);
-	log->l_last_group = log->l_followers + 1;
 	log->l_leading = false;
 	sx_log_wake(log, true);
 	sx_mutex_unlock(&log->l_wait_lock);
@@ -1228,7 +1185,7 @@ void sx_log_get_stats(struct sx_mount *mp, struct sx_log_stats *st)
 	struct sx_log *log = mp->m_log;
 
 	sx_mutex_lock(&log->l_lock);
-	sx_mutex_lock(&log->l_wait_lock);	/* for ls_gathers, ls_waits */
+	sx_mutex_lock(&log->l_wait_lock);	/* for ls_waits */
 	*st = log->l_stats;
 	sx_mutex_unlock(&log->l_wait_lock);
 	sx_mutex_unlock(&log->l_lock);

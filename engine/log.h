@@ -38,7 +38,6 @@ struct sx_log_stats {
 	u64	ls_whiteouts;		/* intent and done pairs dropped together */
 	u64	ls_pushes;		/* forces because the queue was full */
 	u64	ls_queue_peak;		/* most bytes of ops the queue held at once */
-	u64	ls_gathers;		/* forces whose leader waited for others to join */
 	u64	ls_waits;		/* times a caller of sx_log_force_seq() slept while another led */
 };
 

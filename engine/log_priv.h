@@ -102,9 +102,6 @@ struct sx_mfset {
 #define SX_LOG_LOCKED_WAIT_NS	1000000ull
 #define SX_LOG_LOCKED_RETRIES	1000
 
-/* The longest a leader of sx_log_force_seq() waits for others to join. */
-#define SX_LOG_GATHER_MAX_NS	1000000ull
-
 struct sx_log {
 	struct sx_mutex	l_force_lock;
 	struct sx_mutex	l_lock;
@@ -191,13 +188,7 @@ struct sx_log {
 	 * behind a leader, whose end wakes it.
 	 */
 	struct sx_list	l_waiters;
-	/* group commit's batching (sx_log_force_seq()), under l_wait_lock */
-	u32		l_followers;	/* callers on l_waiters */
-	u32		l_group_want;	/* callers the leader gathers, 0 if it is not */
-	u32		l_last_group;	/* callers still waiting when the last force ended, + 1 */
-	u64		l_force_ns;	/* a force's usual length (moving average) */
-	u64		l_gather_max_ns; /* the longest a leader gathers (tests raise it) */
-	struct sx_cond	l_gathered;	/* l_followers reached l_group_want */
+	u32		l_followers;	/* callers on l_waiters (l_wait_lock) */
 	struct sx_list	l_intents;
 	struct sx_list	l_ihash[SX_LOG_IHASH];
 	u32		l_nintents;

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include <pthread.h>
-#include <unistd.h>
 #include "sxtest.h"
 #include "log_recover.h"
 #include "dev.h"
@@ -1053,133 +1052,6 @@ static void test_force_seq_threads(void **state)
 	sx_bdev_destroy(bd);
 }
 
-/* Commit a new generation of @blkno; *@seqp gets the commit count. */
-static int fg_commit(struct sx_mount *mp, u64 blkno, u64 gen, u64 *seqp)
-{
-	struct sx_trans *tp;
-	int error;
-
-	error = sx_trans_alloc(mp, sx_trans_buf_bytes(mp), 0, &tp);
-	if (error)
-		return error;
-	error = sxt_tblock_write(tp, blkno, gen);
-	if (error) {
-		sx_trans_cancel(tp);
-		return error;
-	}
-	error = sx_trans_commit(tp);
-	*seqp = sx_log_commit_seq(mp);
-	return error;
-}
-
-/* Set what the next leader of sx_log_force_seq() gathers for, and how long. */
-static void fg_expect(struct sx_mount *mp, u32 group, u64 force_ns, u64 max_ns)
-{
-	struct sx_log *log = mp->m_log;
-
-	sx_mutex_lock(&log->l_wait_lock);
-	log->l_last_group = group;
-	log->l_force_ns = force_ns;
-	log->l_gather_max_ns = max_ns;
-	sx_mutex_unlock(&log->l_wait_lock);
-}
-
-struct fg_leader {
-	struct sx_mount	*mp;
-	u64		blkno;
-	int		error;
-};
-
-/* The thread that commits first, leads, and gathers. */
-static void *fg_lead(void *arg)
-{
-	struct fg_leader *l = arg;
-	u64 seq;
-
-	sx_thread_enter();
-	l->error = fg_commit(l->mp, l->blkno, 1, &seq);
-	if (!l->error)
-		l->error = sx_log_force_seq(l->mp, seq, false);
-	if (!l->error && sx_log_durable_seq(l->mp) < seq)
-		l->error = -EAGAIN;
-	sx_thread_exit();
-	return NULL;
-}
-
-#define NS_PER_S	1000000000ull
-
-/*
- * Group commit's gathering: a lone thread never waits for company; a
- * leader that expects another caller waits for it, and one force covers
- * both; a leader whose company never comes forces alone after about a
- * force's length, not later.
- */
-static void test_force_gathers(void **state)
-{
-	struct sx_bdev *bd = sxt_memfs(16 * MIB, 4096, 0);
-	struct sx_mount *mp = sxt_mount(bd);
-	struct sx_log_stats a, b;
-	struct fg_leader l = { .mp = mp, .blkno = data0(mp) };
-	pthread_t th;
-	u64 seq, start;
-	int r;
-
-	/* alone: each force ends with nobody else waiting, so none gathers */
-	sx_log_get_stats(mp, &a);
-	for (r = 0; r < 50; r++) {
-		assert_int_equal(fg_commit(mp, data0(mp) + 1, (u64)r + 1, &seq), 0);
-		assert_int_equal(sx_log_force_seq(mp, seq, false), 0);
-	}
-	sx_log_get_stats(mp, &b);
-	assert_int_equal(b.ls_gathers, a.ls_gathers);
-	assert_int_equal(b.ls_forces - a.ls_forces, 50);
-
-	/* the leader waits (up to a minute here) until the second caller comes */
-	fg_expect(mp, 2, 60 * NS_PER_S, 60 * NS_PER_S);
-	sx_log_get_stats(mp, &a);
-	start = sx_now_ns();
-	assert_int_equal(pthread_create(&th, NULL, fg_lead, &l), 0);
-	do {
-		usleep(1000);
-		sx_log_get_stats(mp, &b);
-	} while (b.ls_gathers == a.ls_gathers && sx_now_ns() - start < 30 * NS_PER_S);
-	assert_int_equal(b.ls_gathers - a.ls_gathers, 1);
-	assert_int_equal(fg_commit(mp, data0(mp) + 2, 1, &seq), 0);
-	assert_int_equal(sx_log_force_seq(mp, seq, false), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(l.error, 0);
-	assert_true(sx_now_ns() - start < 30 * NS_PER_S);
-	sx_log_get_stats(mp, &b);
-	assert_int_equal(b.ls_gathers - a.ls_gathers, 1);
-	assert_int_equal(b.ls_forces - a.ls_forces, 1);
-	assert_true(sx_log_durable_seq(mp) >= seq);
-
-	/* nobody comes: it forces alone once a force's length (10 ms) passed */
-	fg_expect(mp, 3, 10000000, 60 * NS_PER_S);
-	sx_log_get_stats(mp, &a);
-	start = sx_now_ns();
-	assert_int_equal(fg_commit(mp, data0(mp) + 3, 1, &seq), 0);
-	assert_int_equal(sx_log_force_seq(mp, seq, false), 0);
-	assert_true(sx_now_ns() - start >= 10000000);
-	assert_true(sx_now_ns() - start < 30 * NS_PER_S);
-	sx_log_get_stats(mp, &b);
-	assert_int_equal(b.ls_gathers - a.ls_gathers, 1);
-	assert_int_equal(b.ls_forces - a.ls_forces, 1);
-
-	/* a crash keeps all of it */
-	sx_shutdown(mp);
-	sx_unmount(mp);
-	mp = sxt_mount(bd);
-	for (r = 0; r < 4; r++) {
-		u64 gen;
-
-		assert_int_equal(sxt_tblock_read(mp, data0(mp) + r, &gen), 0);
-		assert_int_equal(gen, r == 1 ? 50 : 1);
-	}
-	sx_unmount(mp);
-	sx_bdev_destroy(bd);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1208,7 +1080,6 @@ int main(void)
 		cmocka_unit_test(test_commit_under_pressure),
 		cmocka_unit_test(test_record_tracking_enomem),
 		cmocka_unit_test(test_force_seq_threads),
-		cmocka_unit_test(test_force_gathers),
 	};
 
 	sx_thread_enter();
