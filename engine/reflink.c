@@ -29,8 +29,8 @@
  * Copy-on-write gives a file its own copy of the shared blocks it is about
  * to write: new blocks are allocated in the caller's transaction, the old
  * contents copied into them (durable before the remap commits), and the
- * file range remapped directly (sx_bmap_unmap_one and sx_bmap_map, one
- * piece each) with a deferred refcount decrease of the old blocks.
+ * file range remapped directly (sx_bmap_replace_one(), one piece each)
+ * with a deferred refcount decrease of the old blocks.
  */
 #include "util.h"
 #include "reflink.h"
@@ -559,17 +559,16 @@ static int sx_reflink_cow_piece(struct sx_trans **tpp, struct sx_inode *ip,
 		if (error)
 			return error;
 	}
-	error = sx_bmap_unmap_one(*tpp, ip, off, nlen, &old);
+	new.br_startoff = off;
+	new.br_startblock = nbno;
+	new.br_blockcount = nlen;
+	new.br_state = got->br_state;
+	error = sx_bmap_replace_one(*tpp, ip, &new, &old);
 	if (error)
 		return error;
 	if (SX_IS_CORRUPT(mp, old.br_startoff != off || old.br_blockcount != nlen ||
-			      old.br_startblock != obno))
+			      old.br_startblock != obno || old.br_state != got->br_state))
 		return -EFSCORRUPTED;
-	new = old;
-	new.br_startblock = nbno;
-	error = sx_bmap_map(*tpp, ip, &new);
-	if (error)
-		return error;
 	error = sx_refcount_decrease_later(*tpp, obno, nlen);
 	if (error)
 		return error;
