@@ -618,10 +618,27 @@ static void model_check(struct tfile *t, struct model *m, u64 *rs)
 	free(all);
 }
 
+/*
+ * Start a transaction and allocate up to @len blocks for file block @off,
+ * next to the blocks of file block @off - 1 when those are mapped (three
+ * times in four), so that the new mapping may continue them.
+ */
+static u64 model_alloc(struct tfile *t, struct model *m, u64 *rs, u64 off, u64 len,
+		       struct sx_trans **tpp, u32 *got)
+{
+	u64 hint = off > 0 && m->blk[off - 1] != HOLE ? m->blk[off - 1] + 1 : 0, bno;
+
+	if (sxt_rand(rs) % 4 == 0)
+		hint = 0;
+	*tpp = tf_trans(t);
+	assert_int_equal(sx_alloc_extent(*tpp, hint, 1, (u32)len, &bno, got), 0);
+	return bno;
+}
+
 /* Map a random hole piece, with blocks allocated next to its neighbour when free. */
 static void model_map(struct tfile *t, struct model *m, u64 *rs)
 {
-	u64 off = sxt_rand(rs) % m->n, len = 1 + sxt_rand(rs) % 8, hint, bno, i;
+	u64 off = sxt_rand(rs) % m->n, len = 1 + sxt_rand(rs) % 8, bno, i;
 	struct sx_bmap_irec r;
 	struct sx_trans *tp;
 	u32 got;
@@ -632,11 +649,7 @@ static void model_map(struct tfile *t, struct model *m, u64 *rs)
 		return;
 	len = sx_min(len, (u64)r.br_blockcount);
 	len = sx_min(len, m->n - off);
-	hint = off > 0 && m->blk[off - 1] != HOLE ? m->blk[off - 1] + 1 : 0;
-	if (sxt_rand(rs) % 4 == 0)
-		hint = 0;
-	tp = tf_trans(t);
-	assert_int_equal(sx_alloc_extent(tp, hint, 1, (u32)len, &bno, &got), 0);
+	bno = model_alloc(t, m, rs, off, len, &tp, &got);
 	r.br_startoff = off;
 	r.br_startblock = bno;
 	r.br_blockcount = got;
@@ -707,18 +720,14 @@ static void model_unmap(struct tfile *t, struct model *m, u64 *rs, bool big)
  */
 static void model_replace(struct tfile *t, struct model *m, u64 *rs)
 {
-	u64 off = sxt_rand(rs) % m->n, len = 1 + sxt_rand(rs) % 8, hint, bno, b, i;
+	u64 off = sxt_rand(rs) % m->n, len = 1 + sxt_rand(rs) % 8, bno, b, i;
 	struct sx_bmap_irec irec, r;
 	struct sx_trans *tp;
 	bool one = true;
 	u32 got;
 
 	len = sx_min(len, m->n - off);
-	hint = off > 0 && m->blk[off - 1] != HOLE ? m->blk[off - 1] + 1 : 0;
-	if (sxt_rand(rs) % 4 == 0)
-		hint = 0;
-	tp = tf_trans(t);
-	assert_int_equal(sx_alloc_extent(tp, hint, 1, (u32)len, &bno, &got), 0);
+	bno = model_alloc(t, m, rs, off, len, &tp, &got);
 	/* one mapping covers [off, off + got): every block mapped, contiguous, one state */
 	for (b = off; b < off + got; b++)
 		if (m->blk[b] == HOLE ||
