@@ -638,7 +638,6 @@ static bool sx_log_served(struct sx_log *log, u64 seq, u64 flush)
 static void sx_log_wake_one(struct sx_log *log, struct sx_log_waiter *w, bool lead)
 {
 	sx_list_del(&w->w_list);
-	log->l_followers--;
 	w->w_woken = true;
 	w->w_lead = lead;
 	sx_cond_broadcast(&w->w_cond);
@@ -680,7 +679,6 @@ static bool sx_log_wait_turn(struct sx_log *log, u64 seq, u64 flush)
 
 	sx_cond_init(&w.w_cond);
 	sx_list_add_tail(&w.w_list, &log->l_waiters);
-	log->l_followers++;
 	log->l_stats.ls_waits++;
 	while (!w.w_woken)
 		sx_cond_wait(&w.w_cond, &log->l_wait_lock);

@@ -188,7 +188,6 @@ struct sx_log {
 	 * behind a leader, whose end wakes it.
 	 */
 	struct sx_list	l_waiters;
-	u32		l_followers;	/* callers on l_waiters (l_wait_lock) */
 	struct sx_list	l_intents;
 	struct sx_list	l_ihash[SX_LOG_IHASH];
 	u32		l_nintents;

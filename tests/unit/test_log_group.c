@@ -97,14 +97,17 @@ static bool is_leading(void *arg)
 	return ok;
 }
 
+/* Whether @n callers sleep behind the leader (on l_waiters). */
 static bool followers_are(struct sx_log *log, u32 n)
 {
-	bool ok;
+	struct sx_list *pos;
+	u32 count = 0;
 
 	sx_mutex_lock(&log->l_wait_lock);
-	ok = log->l_followers == n;
+	sx_list_for_each(pos, &log->l_waiters)
+		count++;
 	sx_mutex_unlock(&log->l_wait_lock);
-	return ok;
+	return count == n;
 }
 
 static bool one_follower(void *arg)
