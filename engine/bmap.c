@@ -791,8 +791,8 @@ int sx_bmap_replace_one(struct sx_trans *tp, struct sx_inode *ip,
 			const struct sx_bmap_irec *irec, struct sx_bmap_irec *removed)
 {
 	u64 off = irec->br_startoff, end = sx_bmap_end(irec);
+	struct sx_bmap_irec got, old;
 	struct sx_bmap_pieces p;
-	struct sx_bmap_irec got;
 	struct sx_fork_cur fc;
 	bool found;
 	int error;
@@ -820,13 +820,13 @@ int sx_bmap_replace_one(struct sx_trans *tp, struct sx_inode *ip,
 		error = -EINVAL;	/* the new blocks overlap the ones they replace */
 		goto out;
 	}
-	*removed = p.bp_mid;
+	old = p.bp_mid;
 	p.bp_mid = *irec;
 	error = sx_bmap_change_mid(&fc, &got, &p);
 	if (!error)
 		error = sx_inode_log(tp, ip);
-	if (error)
-		removed->br_startblock = SX_HOLE;
+	if (!error)
+		*removed = old;
 out:
 	sx_fork_cur_release(&fc);
 	return error;
