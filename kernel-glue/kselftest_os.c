@@ -2,12 +2,13 @@
 /*
  * The kernel glue's own checks, run with the engine's self-test: what the
  * engine scenarios cannot see from outside (lock ownership, condition
- * variables across tasks, RCU callbacks, the kernel's crc32c, fault sites,
- * the device kill switch).
+ * variables and events across tasks, RCU callbacks, the kernel's crc32c,
+ * fault sites, the device kill switch).
  */
 #include "sx_platform.h"
 #include "sx_kglue.h"
 #include <linux/kthread.h>
+#include <linux/sched/task.h>
 #include <linux/delay.h>
 #include <linux/slab.h>
 
@@ -189,11 +190,110 @@ static const char *sx_kst_faults_kill(void)
 	return NULL;
 }
 
+#define SX_KST_EVENT_ROUNDS	1000
+
+/* What the event check hands its setter task: the next event to set. */
+struct sx_kst_event {
+	struct sx_mutex	ke_lock;
+	struct sx_cond	ke_cond;
+	struct sx_event	*ke_next;	/* under ke_lock */
+	int		*ke_value;	/* under ke_lock */
+	bool		ke_done;
+};
+
+/* The setter: write the round's number, then set its event. */
+static int sx_kst_event_thread(void *arg)
+{
+	struct sx_kst_event *ke = arg;
+	int n = 0;
+
+	sx_mutex_lock(&ke->ke_lock);
+	for (;;) {
+		struct sx_event *e;
+
+		while (!ke->ke_next && !ke->ke_done)
+			sx_cond_wait(&ke->ke_cond, &ke->ke_lock);
+		if (!ke->ke_next)
+			break;
+		e = ke->ke_next;
+		ke->ke_next = NULL;
+		*ke->ke_value = ++n;
+		sx_mutex_unlock(&ke->ke_lock);
+		sx_event_set(e);	/* its waiter may be gone right after this */
+		sx_mutex_lock(&ke->ke_lock);
+	}
+	sx_mutex_unlock(&ke->ke_lock);
+	return 0;
+}
+
+/* One round: an event on this frame's stack, handed over and waited for. */
+static noinline int sx_kst_event_round(struct sx_kst_event *ke)
+{
+	struct sx_event e;
+	int value = 0;
+
+	sx_event_init(&e);
+	sx_mutex_lock(&ke->ke_lock);
+	ke->ke_next = &e;
+	ke->ke_value = &value;
+	sx_cond_broadcast(&ke->ke_cond);
+	sx_mutex_unlock(&ke->ke_lock);
+	sx_event_wait(&e);
+	return value;
+}
+
+/*
+ * Events on the waiter's stack, as the log's waiters keep them: each round
+ * ends with the value its setter wrote before the set; an event set before
+ * its wait does not block it.
+ */
+static const char *sx_kst_events(void)
+{
+	struct sx_kst_event *ke;
+	struct task_struct *t;
+	struct sx_event e;
+	const char *why = NULL;
+	int i;
+
+	sx_event_init(&e);
+	sx_event_set(&e);
+	sx_event_wait(&e);
+	ke = kzalloc(sizeof(*ke), GFP_KERNEL);
+	if (!ke)
+		return "no memory";
+	sx_mutex_init(&ke->ke_lock);
+	sx_cond_init(&ke->ke_cond);
+	t = kthread_run(sx_kst_event_thread, ke, "sx-selftest-ev");
+	if (IS_ERR(t)) {
+		why = "kthread_run failed";
+		goto out;
+	}
+	/* kept until kthread_stop(), which may come after the setter returned */
+	get_task_struct(t);
+	for (i = 1; i <= SX_KST_EVENT_ROUNDS; i++) {
+		if (sx_kst_event_round(ke) != i && !why)
+			why = "a wait ended without its setter's value";
+	}
+	sx_mutex_lock(&ke->ke_lock);
+	ke->ke_done = true;
+	sx_cond_broadcast(&ke->ke_cond);
+	sx_mutex_unlock(&ke->ke_lock);
+	/* the setter may still be using @ke: wait until it is gone */
+	kthread_stop(t);
+	put_task_struct(t);
+out:
+	sx_cond_destroy(&ke->ke_cond);
+	sx_mutex_destroy(&ke->ke_lock);
+	kfree(ke);
+	return why;
+}
+
 static const struct {
 	const char	*name;
 	const char	*(*fn)(void);
 } sx_kst_cases[] = {
 	{ "kglue-locks-cond", sx_kst_locks },
+	{ "kglue-events", sx_kst_events },
 	{ "kglue-atomics-rcu", sx_kst_atomics_rcu },
 	{ "kglue-crc32c", sx_kst_crc32c },
 	{ "kglue-memory", sx_kst_memory },

@@ -285,6 +285,30 @@ void sx_cond_broadcast(struct sx_cond *c)
 }
 
 /*
+ * Events are completions: complete() does its work under the completion's
+ * lock, which the waiter takes before it returns, so the waiter cannot free
+ * the event while complete() still touches it.
+ */
+
+/* Initialise an event, not set. */
+void sx_event_init(struct sx_event *e)
+{
+	init_completion(&e->e_done);
+}
+
+/* Sleep until @e is set. */
+void sx_event_wait(struct sx_event *e)
+{
+	wait_for_completion(&e->e_done);
+}
+
+/* Set @e and wake its waiter, which may free it at once. */
+void sx_event_set(struct sx_event *e)
+{
+	complete(&e->e_done);
+}
+
+/*
  * Atomics.  The contract promises sequential consistency; the kernel's
  * value-returning RMW operations are fully ordered, but atomic_read() and
  * atomic_set() are not, so they get full barriers (set is an xchg).

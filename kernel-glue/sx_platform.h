@@ -29,6 +29,7 @@
 #include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/completion.h>
 #include <linux/rcupdate.h>
 #include <asm/byteorder.h>
 
@@ -84,6 +85,11 @@ struct sx_spinlock {
 struct sx_cond {
 	wait_queue_head_t	c_wait;
 	atomic_t		c_seq;
+};
+
+/* A completion: complete() is safe against the waiter freeing it at once. */
+struct sx_event {
+	struct completion	e_done;
 };
 
 struct sx_atomic {

@@ -410,6 +410,64 @@ void sx_cond_broadcast(struct sx_cond *c)
 	VERIFY(pthread_cond_broadcast(&c->c_cond) == 0);
 }
 
+/*
+ * Events.  On Linux the waiter sleeps on the event's word with a futex,
+ * and a set is a store and a wake: the wake is a system call on the
+ * word's address that reads none of the event's memory, so the waiter may
+ * already be gone (a wake that lands on a word reused since can only
+ * cause a spurious wakeup, which every futex user tolerates).  Elsewhere
+ * the event's word is guarded by one process-wide lock: the waiter cannot
+ * return before the setter lets go of it.
+ */
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void sx_futex(uint32_t *word, int op, uint32_t val)
+{
+	/* EAGAIN (the word changed) and EINTR only mean: look again */
+	(void)syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+#else
+static SX_DEFINE_MUTEX(sx_event_lock);
+static pthread_cond_t sx_event_cond = PTHREAD_COND_INITIALIZER;
+#endif
+
+/* Initialise an event, not set. */
+void sx_event_init(struct sx_event *e)
+{
+	__atomic_store_n(&e->e_set, 0, __ATOMIC_RELAXED);
+}
+
+/* Sleep until @e is set. */
+void sx_event_wait(struct sx_event *e)
+{
+#ifdef __linux__
+	while (!__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
+		sx_futex(&e->e_set, FUTEX_WAIT_PRIVATE, 0);
+#else
+	VERIFY(pthread_mutex_lock(&sx_event_lock.m_lock) == 0);
+	while (!__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
+		VERIFY(pthread_cond_wait(&sx_event_cond, &sx_event_lock.m_lock) == 0);
+	VERIFY(pthread_mutex_unlock(&sx_event_lock.m_lock) == 0);
+#endif
+}
+
+/* Set @e and wake its waiter, which may free it at once. */
+void sx_event_set(struct sx_event *e)
+{
+#ifdef __linux__
+	__atomic_store_n(&e->e_set, 1, __ATOMIC_RELEASE);
+	sx_futex(&e->e_set, FUTEX_WAKE_PRIVATE, 1);
+#else
+	VERIFY(pthread_mutex_lock(&sx_event_lock.m_lock) == 0);
+	__atomic_store_n(&e->e_set, 1, __ATOMIC_RELEASE);
+	VERIFY(pthread_cond_broadcast(&sx_event_cond) == 0);
+	VERIFY(pthread_mutex_unlock(&sx_event_lock.m_lock) == 0);
+#endif
+}
+
 /* Atomics: sequentially consistent, as the contract promises. */
 
 /* Read a 32-bit atomic. */

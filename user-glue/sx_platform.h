@@ -114,6 +114,11 @@ struct sx_cond {
 	pthread_cond_t	c_cond;
 };
 
+/* A futex word: 0 until set (platform_os.c). */
+struct sx_event {
+	uint32_t	e_set;
+};
+
 struct sx_atomic {
 	int32_t		a_val;
 };

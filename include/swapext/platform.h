@@ -52,7 +52,7 @@ void sx_slab_free(struct sx_slab *s, void *p);
 
 /*
  * Locks.  The lock types (struct sx_mutex, struct sx_rwsem, struct
- * sx_spinlock, struct sx_cond) are defined by the glue.  A condition variable
+ * sx_spinlock, struct sx_cond, struct sx_event) are defined by the glue.  A condition variable
  * is always used with an sx_mutex.  SX_DEFINE_MUTEX(name), a glue macro,
  * defines a mutex that needs no sx_mutex_init() (for static data).
  */
@@ -115,6 +115,21 @@ void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m);
 bool sx_cond_timedwait(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns);
 /** sx_cond_broadcast() - wake every waiter of @c */
 void sx_cond_broadcast(struct sx_cond *c);
+
+/*
+ * One-shot events (struct sx_event, defined by the glue): one thread sleeps
+ * until another sets the event, with no lock to retake on waking.  The
+ * waiter may return and free the event as soon as it is set, so an event
+ * can live on the waiter's stack: sx_event_set() touches nothing of it
+ * that the waiter's return could free.  A set happens before the return
+ * of the wait it ends.
+ */
+/** sx_event_init() - initialise @e, not set */
+void sx_event_init(struct sx_event *e);
+/** sx_event_wait() - sleep until @e is set (at once if it is) */
+void sx_event_wait(struct sx_event *e);
+/** sx_event_set() - set @e and wake its waiter */
+void sx_event_set(struct sx_event *e);
 
 /*
  * Atomics: struct sx_atomic (32-bit) and struct sx_atomic64, defined by the

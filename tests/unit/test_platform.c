@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for the userspace platform glue: memory, locks and their
- * "is held" assertions, condition variables, atomics, RCU, time, fault
- * sites and the log callback.
+ * "is held" assertions, condition variables, events, atomics, RCU, time,
+ * fault sites and the log callback.
  *
  * Tests that check that something waits use a short sleep to give a wrong
  * implementation the chance to run ahead; a correct one passes whatever
@@ -602,6 +602,129 @@ static void test_cond_timedwait(void **state)
 	assert_true(ca.ca_held_after);
 	sx_cond_destroy(&ca.ca_cond);
 	sx_mutex_destroy(&ca.ca_mutex);
+}
+
+struct event_arg {
+	struct sx_event	ea_event;
+	int		ea_payload;	/* written before the set, no lock */
+	struct sx_atomic ea_waiting;
+	struct sx_atomic ea_returned;
+	int		ea_seen;
+};
+
+static void *event_waiter(void *arg)
+{
+	struct event_arg *ea = arg;
+
+	sx_atomic_set(&ea->ea_waiting, 1);
+	sx_event_wait(&ea->ea_event);
+	ea->ea_seen = ea->ea_payload;
+	sx_atomic_set(&ea->ea_returned, 1);
+	return NULL;
+}
+
+/*
+ * A wait lasts until the set, and sees what the setter wrote before it;
+ * a wait on an event already set returns at once.
+ */
+static void test_event(void **state)
+{
+	struct event_arg ea = { .ea_payload = 0 };
+	pthread_t t;
+
+	sx_event_init(&ea.ea_event);
+	sx_atomic_set(&ea.ea_waiting, 0);
+	sx_atomic_set(&ea.ea_returned, 0);
+	assert_int_equal(pthread_create(&t, NULL, event_waiter, &ea), 0);
+	while (!sx_atomic_read(&ea.ea_waiting))
+		sleep_ms(1);
+	sleep_ms(20);
+	assert_int_equal(sx_atomic_read(&ea.ea_returned), 0);
+	ea.ea_payload = 42;
+	sx_event_set(&ea.ea_event);
+	pthread_join(t, NULL);
+	assert_int_equal(sx_atomic_read(&ea.ea_returned), 1);
+	assert_int_equal(ea.ea_seen, 42);
+
+	sx_event_init(&ea.ea_event);
+	sx_event_set(&ea.ea_event);
+	sx_event_wait(&ea.ea_event);	/* would hang if the set were lost */
+}
+
+#define EVENT_ROUNDS	20000
+
+/* The setter's side of test_event_on_stack(): set each event it is handed. */
+struct event_relay {
+	struct sx_mutex	er_lock;
+	struct sx_cond	er_cond;
+	struct sx_event	*er_next;	/* under er_lock */
+	int		*er_value;	/* under er_lock */
+	bool		er_done;
+};
+
+static void *event_setter(void *arg)
+{
+	struct event_relay *er = arg;
+	int n = 0;
+
+	sx_mutex_lock(&er->er_lock);
+	for (;;) {
+		struct sx_event *e;
+
+		while (!er->er_next && !er->er_done)
+			sx_cond_wait(&er->er_cond, &er->er_lock);
+		if (!er->er_next)
+			break;
+		e = er->er_next;
+		er->er_next = NULL;
+		*er->er_value = ++n;
+		sx_mutex_unlock(&er->er_lock);
+		sx_event_set(e);	/* its waiter may be gone right after this */
+		sx_mutex_lock(&er->er_lock);
+	}
+	sx_mutex_unlock(&er->er_lock);
+	return NULL;
+}
+
+/* One round: an event on this frame's stack, handed over and waited for. */
+static int event_round(struct event_relay *er)
+{
+	struct sx_event e;
+	int value = 0;
+
+	sx_event_init(&e);
+	sx_mutex_lock(&er->er_lock);
+	er->er_next = &e;
+	er->er_value = &value;
+	sx_cond_broadcast(&er->er_cond);
+	sx_mutex_unlock(&er->er_lock);
+	sx_event_wait(&e);
+	return value;
+}
+
+/*
+ * Events on the waiter's stack, as the log's waiters keep them: each round
+ * reuses the frame of the last, which its setter may still be leaving.
+ * Every round must end, with the value written before its set.
+ */
+static void test_event_on_stack(void **state)
+{
+	struct event_relay er = { .er_next = NULL };
+	pthread_t t;
+	int i;
+
+	sx_mutex_init(&er.er_lock);
+	sx_cond_init(&er.er_cond);
+	assert_int_equal(pthread_create(&t, NULL, event_setter, &er), 0);
+	for (i = 1; i <= EVENT_ROUNDS; i++)
+		assert_int_equal(event_round(&er), i);
+	sx_mutex_lock(&er.er_lock);
+	er.er_done = true;
+	sx_cond_broadcast(&er.er_cond);
+	sx_mutex_unlock(&er.er_lock);
+	pthread_join(t, NULL);
+	sx_cond_destroy(&er.er_cond);
+	sx_mutex_destroy(&er.er_lock);
 }
 
 /* Atomic read, set, add_return and cmpxchg, 32 and 64 bits. */
@@ -1207,6 +1330,8 @@ int main(void)
 		cmocka_unit_test(test_rwsem),
 		cmocka_unit_test(test_cond),
 		cmocka_unit_test(test_cond_timedwait),
+		cmocka_unit_test(test_event),
+		cmocka_unit_test(test_event_on_stack),
 		cmocka_unit_test(test_atomics_basic),
 		cmocka_unit_test(test_atomics_threads),
 		cmocka_unit_test(test_rcu_readers),
