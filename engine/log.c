@@ -621,12 +621,11 @@ static int sx_log_write_epoch(struct sx_mount *mp)
  * log durable up to w_seq and the flush numbered w_flush done.
  */
 struct sx_log_waiter {
-	struct sx_list	w_list;		/* on l_waiters */
+	struct sx_list	w_list;		/* on l_waiters, then on a waker's list */
 	u64		w_seq;
 	u64		w_flush;
-	bool		w_woken;	/* taken off l_waiters by a waker */
-	bool		w_lead;		/* ... to lead the next force */
-	struct sx_cond	w_cond;
+	bool		w_lead;		/* woken to lead the next force */
+	struct sx_event	w_event;
 };
 
 /* Whether the log is durable up to @seq and flush @flush is done (l_wait_lock held). */
@@ -635,25 +634,26 @@ static bool sx_log_served(struct sx_log *log, u64 seq, u64 flush)
 	return (u64)sx_atomic64_read(&log->l_durable_seq) >= seq && log->l_flush_done >= flush;
 }
 
-static void sx_log_wake_one(struct sx_log *log, struct sx_log_waiter *w, bool lead)
+static void sx_log_take_waiter(struct sx_log_waiter *w, bool lead, struct sx_list *woken)
 {
 	sx_list_del(&w->w_list);
-	w->w_woken = true;
 	w->w_lead = lead;
-	sx_cond_broadcast(&w->w_cond);
+	sx_list_add_tail(&w->w_list, woken);
 }
 
 /*
- * Wake the waiters the log now serves, and with @lead (nobody leads) the
- * oldest one it does not, to lead the next force; l_wait_lock held.  Each
- * waiter sleeps on its own condition, so that a force wakes only those it
- * served: with one condition for all, every force woke the callers that
- * had committed during it as well, only to send them back to sleep (8
- * threads, 16,000 atomic writes: 23,500 sleeps, 9,300 of them for nothing;
- * now 15,700: the only sleeps for nothing are of a waiter woken to lead
- * that finds that a caller who came meanwhile took the lead).
+ * Take off l_waiters, onto @woken, the waiters the log now serves, and with
+ * @lead (nobody leads) the oldest one it does not, to lead the next force;
+ * l_wait_lock held.  The caller wakes them with sx_log_wake_list() once it
+ * let go of l_wait_lock: a waiter woken under it would only block on it
+ * again.  Each waiter sleeps on its own event, so that a force wakes only
+ * those it served: with one condition for all, every force woke the
+ * callers that had committed during it as well, only to send them back to
+ * sleep (8 threads, 16,000 atomic writes: 23,500 sleeps, 9,300 of them for
+ * nothing; now 15,700: the only sleeps for nothing are of a waiter woken
+ * to lead that finds that a caller who came meanwhile took the lead).
  */
-static void sx_log_wake(struct sx_log *log, bool lead)
+static void sx_log_wake(struct sx_log *log, bool lead, struct sx_list *woken)
 {
 	struct sx_list *pos, *n;
 
@@ -662,28 +662,43 @@ static void sx_log_wake(struct sx_log *log, bool lead)
 		struct sx_log_waiter *w = sx_list_entry(pos, struct sx_log_waiter, w_list);
 
 		if (sx_log_served(log, w->w_seq, w->w_flush))
-			sx_log_wake_one(log, w, false);
+			sx_log_take_waiter(w, false, woken);
 	}
 	if (lead && !sx_list_empty(&log->l_waiters))
-		sx_log_wake_one(log, sx_list_first(&log->l_waiters, struct sx_log_waiter, w_list),
-				true);
+		sx_log_take_waiter(sx_list_first(&log->l_waiters, struct sx_log_waiter, w_list),
+				   true, woken);
 }
 
 /*
- * Sleep behind the leader until a waker takes this caller off l_waiters
- * (l_wait_lock held, let go while asleep); true if woken to lead.
+ * Wake the waiters on @woken (l_wait_lock not held).  A waiter returns as
+ * soon as its event is set, and its entry goes with its stack: the next
+ * one is read first.
+ */
+static void sx_log_wake_list(struct sx_list *woken)
+{
+	struct sx_list *pos = woken->next, *n;
+
+	for (; pos != woken; pos = n) {
+		n = pos->next;
+		sx_event_set(&sx_list_entry(pos, struct sx_log_waiter, w_list)->w_event);
+	}
+}
+
+/*
+ * Sleep behind the leader until a waker takes this caller off l_waiters;
+ * called with l_wait_lock held, returns without it.  True if woken to
+ * lead, false if woken because the log serves it.
  */
 static bool sx_log_wait_turn(struct sx_log *log, u64 seq, u64 flush)
 {
 	struct sx_log_waiter w = { .w_seq = seq, .w_flush = flush };
 
-	sx_cond_init(&w.w_cond);
+	sx_event_init(&w.w_event);
 	sx_list_add_tail(&w.w_list, &log->l_waiters);
 	log->l_stats.ls_waits++;
-	while (!w.w_woken)
-		sx_cond_wait(&w.w_cond, &log->l_wait_lock);
-	/* the waker broadcast under l_wait_lock, which this thread holds again */
-	sx_cond_destroy(&w.w_cond);
+	sx_mutex_unlock(&log->l_wait_lock);
+	sx_event_wait(&w.w_event);
+	/* w_lead was written before the set */
 	return w.w_lead;
 }
 
@@ -738,10 +753,14 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 	 * each).  Nothing they do next relies on being woken before it.
 	 */
 	if (!error && seq > (u64)sx_atomic64_read(&log->l_durable_seq)) {
+		struct sx_list woken;
+
+		sx_list_init(&woken);
 		sx_mutex_lock(&log->l_wait_lock);
 		sx_atomic64_set(&log->l_durable_seq, (s64)seq);
-		sx_log_wake(log, false);
+		sx_log_wake(log, false, &woken);
 		sx_mutex_unlock(&log->l_wait_lock);
+		sx_log_wake_list(&woken);
 	}
 }
 
@@ -1021,12 +1040,14 @@ int sx_log_force(struct sx_mount *mp)
 int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 {
 	struct sx_log *log = mp->m_log;
+	struct sx_list woken;
 	u64 flush = 0;
 	bool lead = false;
 	int error = 0;
 
 	if (!data && sx_log_durable_seq(mp) >= seq)
 		return 0;
+	sx_list_init(&woken);
 	sx_mutex_lock(&log->l_wait_lock);
 	if (data)
 		flush = sx_log_flush_wanted(log);
@@ -1034,13 +1055,17 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 		if (sx_log_served(log, seq, flush)) {
 			/* woken to lead, but served meanwhile: the next waiter leads */
 			if (lead && !log->l_leading)
-				sx_log_wake(log, true);
+				sx_log_wake(log, true, &woken);
 			sx_mutex_unlock(&log->l_wait_lock);
+			sx_log_wake_list(&woken);
 			return 0;
 		}
 		if (!log->l_leading)
 			break;
-		lead = sx_log_wait_turn(log, seq, flush);
+		if (!sx_log_wait_turn(log, seq, flush))
+			return 0;	/* the waker found it served */
+		lead = true;
+		sx_mutex_lock(&log->l_wait_lock);
 	}
 	log->l_leading = true;
 	sx_mutex_unlock(&log->l_wait_lock);
@@ -1057,8 +1082,9 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 
 	sx_mutex_lock(&log->l_wait_lock);
 	log->l_leading = false;
-	sx_log_wake(log, true);
+	sx_log_wake(log, true, &woken);
 	sx_mutex_unlock(&log->l_wait_lock);
+	sx_log_wake_list(&woken);
 	return error;
 }
 
