@@ -52,9 +52,10 @@ void sx_slab_free(struct sx_slab *s, void *p);
 
 /*
  * Locks.  The lock types (struct sx_mutex, struct sx_rwsem, struct
- * sx_spinlock, struct sx_cond, struct sx_event) are defined by the glue.  A condition variable
- * is always used with an sx_mutex.  SX_DEFINE_MUTEX(name), a glue macro,
- * defines a mutex that needs no sx_mutex_init() (for static data).
+ * sx_spinlock, struct sx_cond, struct sx_event) are defined by the glue.
+ * A condition variable is always used with an sx_mutex.
+ * SX_DEFINE_MUTEX(name), a glue macro, defines a mutex that needs no
+ * sx_mutex_init() (for static data).
  */
 /** sx_mutex_init() - initialise a sleeping mutex */
 void sx_mutex_init(struct sx_mutex *m);
