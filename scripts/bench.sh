@@ -8,7 +8,8 @@
 #
 # Workloads (each figure the median of BENCH_RUNS runs with min and max;
 # within a run swapext and the peers alternate, and the order flips every
-# run, so slow drift of a shared machine hits both sides alike):
+# run, so slow drift of a shared machine hits both sides alike; the
+# threads workload's rounds run every T, so do its ratios to T = 1):
 #   update   durable atomic 4 KiB update of a 1 MiB file, one thread:
 #            swapext (bench_update, image file in BUILD/bench/work on the
 #            filesystem BUILD is on): sx_update + fsync, and sx_atomic_write
@@ -224,8 +225,13 @@ done
 # ---------------------------------------------------------------- threads
 
 echo "== T threads, each updating its own file ($runs runs of $ops updates per thread)"
-for t in $threads; do
-	for r in $(seq "$runs"); do
+# Each round runs every T, in reverse order every other round: a figure
+# against T = 1 compares runs spread over the same minutes, not the T = 1
+# runs of the first minute with the T = 8 runs of the last.
+for r in $(seq "$runs"); do
+	order=$threads
+	[ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<< "$threads" | tac | tr '\n' ' ')
+	for t in $order; do
 		if [ $((r % 2)) = 1 ]; then
 			run_one threads swapext "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t"
 			run_one threads swapext-atomic "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic
