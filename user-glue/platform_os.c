@@ -150,45 +150,49 @@ void sx_mutex_destroy(struct sx_mutex *m)
 /*
  * Unordered mutexes.  Without ThreadSanitizer nothing here checks lock
  * order, and they are plain mutexes.  TSan checks the order of every
- * mutex it sees locked, but not of one taken with a trylock: so under
- * TSan an unordered mutex is only ever taken with pthread_mutex_trylock(),
- * and a thread that finds it held sleeps on m_wait until its holder lets
- * go.  m_wait_lock is never held while anything else is taken, so it can
- * close no cycle either, and TSan still sees every acquire and release.
+ * mutex it sees locked, and its deadlock detector counts every mutex a
+ * thread holds, at most 64 (past that it stops the program): a
+ * transaction that builds a B+tree of 5,000 records holds more buffers
+ * than that.  So under TSan an unordered mutex is a flag, m_locked,
+ * guarded by m_wait_lock: TSan sees only m_wait_lock, held for a moment
+ * in which nothing else is taken, so it can close no cycle and is never
+ * counted among the held; and since each holder takes m_wait_lock to
+ * set the flag after the last holder took it to clear it, TSan still
+ * orders every holder's accesses after the last one's.
  */
 void sx_mutex_set_unordered(struct sx_mutex *m)
 {
 	VERIFY(pthread_mutex_init(&m->m_wait_lock, NULL) == 0);
 	VERIFY(pthread_cond_init(&m->m_wait, NULL) == 0);
 	m->m_waiters = 0;
+	m->m_locked = false;
 	m->m_unordered = true;
 }
 
-/* Take @m, an unordered mutex, without TSan seeing a blocking lock. */
-static void sx_mutex_lock_unordered(struct sx_mutex *m)
+/* Take @m, an unordered mutex, or with @try only if it is free. */
+static bool sx_mutex_lock_unordered(struct sx_mutex *m, bool try)
 {
-	int error = pthread_mutex_trylock(&m->m_lock);
+	bool got = true;
 
-	if (error == 0)
-		return;
-	VERIFY(error == EBUSY);
 	VERIFY(pthread_mutex_lock(&m->m_wait_lock) == 0);
-	for (;;) {
-		error = pthread_mutex_trylock(&m->m_lock);
-		if (error == 0)
-			break;
-		VERIFY(error == EBUSY);
+	while (m->m_locked && !try) {
 		m->m_waiters++;
 		VERIFY(pthread_cond_wait(&m->m_wait, &m->m_wait_lock) == 0);
 		m->m_waiters--;
 	}
+	if (m->m_locked)
+		got = false;
+	else
+		m->m_locked = true;
 	VERIFY(pthread_mutex_unlock(&m->m_wait_lock) == 0);
+	return got;
 }
 
-/* Wake whoever waits for @m, an unordered mutex just unlocked. */
-static void sx_mutex_wake_unordered(struct sx_mutex *m)
+/* Let go of @m, an unordered mutex, and wake whoever waits for it. */
+static void sx_mutex_unlock_unordered(struct sx_mutex *m)
 {
 	VERIFY(pthread_mutex_lock(&m->m_wait_lock) == 0);
+	m->m_locked = false;
 	if (m->m_waiters)
 		VERIFY(pthread_cond_broadcast(&m->m_wait) == 0);
 	VERIFY(pthread_mutex_unlock(&m->m_wait_lock) == 0);
@@ -218,7 +222,7 @@ void sx_mutex_lock(struct sx_mutex *m)
 {
 	VERIFY(!sx_mutex_is_held(m));
 	if (sx_mutex_tsan_unordered(m))
-		sx_mutex_lock_unordered(m);
+		sx_mutex_lock_unordered(m, false);
 	else
 		VERIFY(pthread_mutex_lock(&m->m_lock) == 0);
 	sx_mutex_set_owner(m);
@@ -231,10 +235,15 @@ bool sx_mutex_trylock(struct sx_mutex *m)
 
 	if (sx_mutex_is_held(m))
 		return false;
-	error = pthread_mutex_trylock(&m->m_lock);
-	if (error == EBUSY)
-		return false;
-	VERIFY(error == 0);
+	if (sx_mutex_tsan_unordered(m)) {
+		if (!sx_mutex_lock_unordered(m, true))
+			return false;
+	} else {
+		error = pthread_mutex_trylock(&m->m_lock);
+		if (error == EBUSY)
+			return false;
+		VERIFY(error == 0);
+	}
 	sx_mutex_set_owner(m);
 	return true;
 }
@@ -244,9 +253,10 @@ void sx_mutex_unlock(struct sx_mutex *m)
 {
 	VERIFY(sx_mutex_is_held(m));
 	sx_mutex_clear_owner(m);
-	VERIFY(pthread_mutex_unlock(&m->m_lock) == 0);
 	if (sx_mutex_tsan_unordered(m))
-		sx_mutex_wake_unordered(m);
+		sx_mutex_unlock_unordered(m);
+	else
+		VERIFY(pthread_mutex_unlock(&m->m_lock) == 0);
 }
 
 /* True if the calling thread holds @m. */

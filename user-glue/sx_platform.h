@@ -90,10 +90,11 @@ struct sx_mutex {
 	pthread_t	m_owner;
 	bool		m_held;
 	bool		m_unordered;	/* sx_mutex_set_unordered() */
-	/* how an unordered mutex waits under ThreadSanitizer (platform_os.c) */
+	/* an unordered mutex under ThreadSanitizer (platform_os.c) */
 	pthread_mutex_t	m_wait_lock;
 	pthread_cond_t	m_wait;
 	unsigned int	m_waiters;
+	bool		m_locked;
 };
 
 struct sx_rwsem {

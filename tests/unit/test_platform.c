@@ -413,6 +413,54 @@ static void test_mutual_exclusion(void **state)
 	sx_spin_destroy(&l);
 }
 
+#define UNORDERED_HELD	200
+
+/*
+ * Unordered mutexes (buffer locks) exclude like any other and refuse a
+ * trylock while held; and one thread may hold many at once, as a
+ * transaction holds every buffer it joined: past 64, ThreadSanitizer's
+ * deadlock detector stopped the TSan build when they were pthread
+ * mutexes it saw.
+ */
+static void test_unordered(void **state)
+{
+	struct mutex_probe mp = { 0 };
+	struct counter_arg ca = { 0 };
+	struct sx_mutex *ms;
+	pthread_t t;
+	int i;
+
+	ms = calloc(UNORDERED_HELD, sizeof(*ms));
+	assert_non_null(ms);
+	for (i = 0; i < UNORDERED_HELD; i++) {
+		sx_mutex_init(&ms[i]);
+		sx_mutex_set_unordered(&ms[i]);
+	}
+	ca.ca_mutex = &ms[0];
+	run_counters(&ca);
+
+	for (i = 0; i < UNORDERED_HELD; i++)
+		sx_mutex_lock(&ms[i]);
+	for (i = 0; i < UNORDERED_HELD; i++)
+		assert_true(sx_mutex_is_held(&ms[i]));
+	/* another thread's trylock fails while they are held, works after */
+	mp.mp_mutex = &ms[UNORDERED_HELD / 2];
+	mp.mp_trylock = true;
+	assert_int_equal(pthread_create(&t, NULL, mutex_probe_thread, &mp), 0);
+	pthread_join(t, NULL);
+	assert_false(mp.mp_held);
+	assert_false(mp.mp_trylock);
+	for (i = UNORDERED_HELD - 1; i >= 0; i--)
+		sx_mutex_unlock(&ms[i]);
+	assert_int_equal(pthread_create(&t, NULL, mutex_probe_thread, &mp), 0);
+	pthread_join(t, NULL);
+	assert_true(mp.mp_trylock);
+	assert_false(sx_mutex_is_held(mp.mp_mutex));
+	for (i = 0; i < UNORDERED_HELD; i++)
+		sx_mutex_destroy(&ms[i]);
+	free(ms);
+}
+
 struct rwsem_arg {
 	struct sx_rwsem	*ra_sem;
 	struct sx_atomic ra_inside;	/* readers inside now */
@@ -1327,6 +1375,7 @@ int main(void)
 		cmocka_unit_test(test_mutex_held),
 		cmocka_unit_test(test_lock_misuse_aborts),
 		cmocka_unit_test(test_mutual_exclusion),
+		cmocka_unit_test(test_unordered),
 		cmocka_unit_test(test_rwsem),
 		cmocka_unit_test(test_cond),
 		cmocka_unit_test(test_cond_timedwait),
