@@ -229,7 +229,8 @@ FLAGS_TEXT	= $(CC) $(ALL_CFLAGS) $(TEST_INCLUDES) | $(ALL_LDFLAGS) $(LDLIBS) $(T
 RUN_TESTS	= SX_CRASH_LEVEL='$(CRASH_LEVEL)' SX_TEST_SEED='$(TEST_SEED)' \
 		  SX_FSX_OPS='$(FSX_OPS)' SX_THREADS_OPS='$(THREADS_OPS)' \
 		  SX_TOOL='$(abspath $(TOOL))' \
-		  SX_BUILD='$(abspath $(BUILD))' SX_VARIANT_LDFLAGS='$(VARIANT_LDFLAGS)' \
+		  SX_BUILD='$(abspath $(BUILD))' SX_VARIANT_CC='$(CC)' \
+		  SX_VARIANT_CFLAGS='$(VARIANT_CFLAGS)' SX_VARIANT_LDFLAGS='$(VARIANT_LDFLAGS)' \
 		  bash scripts/run-tests.sh --logdir '$(BUILD)/test-logs' \
 		  --timeout '$(TEST_TIMEOUT)' --jobs '$(TEST_JOBS)' --filter '$(TESTS)' \
 		  -- $(TEST_BINS)
@@ -648,10 +649,14 @@ $(CORE_LIBA): $(CORE_OBJS)
 	@rm -f $@
 	@$(AR) rcs $@ $(CORE_OBJS)
 
+# Every symbol of the shared library resolved at its link (-z defs), but
+# in a TSan build: clang puts the TSan runtime only into executables.
+SO_ZDEFS	= $(if $(findstring -fsanitize=thread,$(VARIANT_LDFLAGS)),,-Wl,-z,defs)
+
 $(LIBSO): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) -shared -Wl,-soname,$(notdir $@) -Wl,-z,defs $(ALL_LDFLAGS) \
+	@$(CC) -shared -Wl,-soname,$(notdir $@) $(SO_ZDEFS) $(ALL_LDFLAGS) \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 
 $(LIBSO_LINK): $(LIBSO)

@@ -9,8 +9,11 @@
 #
 # usage: install-check.sh BUILD_DIR     (from the source tree's top)
 #
-# SX_VARIANT_LDFLAGS: link flags the static library's objects need, from a
-# variant build (make coverage: --coverage, whose objects call libgcov).
+# SX_VARIANT_CC, SX_VARIANT_CFLAGS, SX_VARIANT_LDFLAGS: the compiler and
+# flags of a variant build (make tsan: clang, -fsanitize=thread; make
+# coverage: --coverage, whose objects call libgcov), which `make install`
+# links the shared library with and the consumer is built with: objects
+# built for TSan link only against its runtime.
 # Ends with "N passed, N failed".
 
 set -u
@@ -26,8 +29,12 @@ failed=0
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 
+variant=()
+[ -n "${SX_VARIANT_CC:-}" ] && variant+=(CC="$SX_VARIANT_CC")
+[ -n "${SX_VARIANT_CFLAGS:-}" ] && variant+=(VARIANT_CFLAGS="$SX_VARIANT_CFLAGS")
+[ -n "${SX_VARIANT_LDFLAGS:-}" ] && variant+=(VARIANT_LDFLAGS="$SX_VARIANT_LDFLAGS")
 if make --no-print-directory -C "$src" install DESTDIR="$root" PREFIX="$prefix" \
-	BUILD="$build" NODEPS=1 > "$tmp/install.log" 2>&1; then
+	BUILD="$build" NODEPS=1 "${variant[@]}" > "$tmp/install.log" 2>&1; then
 	ok "make install DESTDIR=... PREFIX=$prefix"
 else
 	bad "make install"
@@ -65,10 +72,11 @@ else
 	bad "swapext.pc: Requires.private liburcu-memb"
 fi
 
-cc=${CC:-cc}
+cc=${SX_VARIANT_CC:-${CC:-cc}}
 # shellcheck disable=SC2046
 if "$cc" -std=c11 -Wall -Wextra -Werror $cflags "$src/tests/install/consumer.c" \
-	-o "$tmp/consumer" $(pkg-config --libs swapext) > "$tmp/cc.log" 2>&1 &&
+	-o "$tmp/consumer" $(pkg-config --libs swapext) ${SX_VARIANT_LDFLAGS:-} \
+	> "$tmp/cc.log" 2>&1 &&
    LD_LIBRARY_PATH=$root$prefix/lib "$tmp/consumer" > "$tmp/run.log" 2>&1; then
 	ok "a program with its own u8 and ASSERT, shared library: $(tail -n 1 "$tmp/run.log")"
 else
