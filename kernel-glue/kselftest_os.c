@@ -70,6 +70,8 @@ static const char *sx_kst_locks(void)
 		why = why ? why : "kthread_run failed";
 		goto out;
 	}
+	/* kept until kthread_stop(), which may come after the thread returned */
+	get_task_struct(t);
 	msleep(20);
 	sx_mutex_lock(&kc->kc_lock);
 	kc->kc_state = 1;
@@ -77,6 +79,12 @@ static const char *sx_kst_locks(void)
 	while (kc->kc_state != 2)
 		sx_cond_wait(&kc->kc_cond, &kc->kc_lock);
 	sx_mutex_unlock(&kc->kc_lock);
+	/*
+	 * The thread may still be inside mutex_unlock(), which can touch
+	 * the mutex after we took it: @kc goes only once the thread is gone.
+	 */
+	kthread_stop(t);
+	put_task_struct(t);
 out:
 	sx_cond_destroy(&kc->kc_cond);
 	sx_mutex_destroy(&kc->kc_lock);
