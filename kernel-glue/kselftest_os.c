@@ -12,6 +12,29 @@
 #include <linux/delay.h>
 #include <linux/slab.h>
 
+/*
+ * A kernel thread for a check, pinned so that sx_kst_thread_end() may stop
+ * it even after it returned: a check's state goes only once its thread
+ * is gone (mutex_unlock(), for one, may touch the mutex after another
+ * task took it).
+ */
+static struct task_struct *sx_kst_thread_start(int (*fn)(void *arg), void *arg,
+					       const char *name)
+{
+	struct task_struct *t = kthread_run(fn, arg, "%s", name);
+
+	if (!IS_ERR(t))
+		get_task_struct(t);
+	return t;
+}
+
+/* Wait until a thread of sx_kst_thread_start() is gone. */
+static void sx_kst_thread_end(struct task_struct *t)
+{
+	kthread_stop(t);
+	put_task_struct(t);
+}
+
 struct sx_kst_cond {
 	struct sx_mutex	kc_lock;
 	struct sx_cond	kc_cond;
@@ -65,13 +88,11 @@ static const char *sx_kst_locks(void)
 	sx_rwsem_up_read(&s);
 	sx_rwsem_destroy(&s);
 
-	t = kthread_run(sx_kst_cond_thread, kc, "sx-selftest");
+	t = sx_kst_thread_start(sx_kst_cond_thread, kc, "sx-selftest");
 	if (IS_ERR(t)) {
 		why = why ? why : "kthread_run failed";
 		goto out;
 	}
-	/* kept until kthread_stop(), which may come after the thread returned */
-	get_task_struct(t);
 	msleep(20);
 	sx_mutex_lock(&kc->kc_lock);
 	kc->kc_state = 1;
@@ -79,12 +100,7 @@ static const char *sx_kst_locks(void)
 	while (kc->kc_state != 2)
 		sx_cond_wait(&kc->kc_cond, &kc->kc_lock);
 	sx_mutex_unlock(&kc->kc_lock);
-	/*
-	 * The thread may still be inside mutex_unlock(), which can touch
-	 * the mutex after we took it: @kc goes only once the thread is gone.
-	 */
-	kthread_stop(t);
-	put_task_struct(t);
+	sx_kst_thread_end(t);
 out:
 	sx_cond_destroy(&kc->kc_cond);
 	sx_mutex_destroy(&kc->kc_lock);
@@ -271,13 +287,11 @@ static const char *sx_kst_events(void)
 		return "no memory";
 	sx_mutex_init(&ke->ke_lock);
 	sx_cond_init(&ke->ke_cond);
-	t = kthread_run(sx_kst_event_thread, ke, "sx-selftest-ev");
+	t = sx_kst_thread_start(sx_kst_event_thread, ke, "sx-selftest-ev");
 	if (IS_ERR(t)) {
 		why = "kthread_run failed";
 		goto out;
 	}
-	/* kept until kthread_stop(), which may come after the setter returned */
-	get_task_struct(t);
 	for (i = 1; i <= SX_KST_EVENT_ROUNDS; i++) {
 		if (sx_kst_event_round(ke) != i && !why)
 			why = "a wait ended without its setter's value";
@@ -286,9 +300,7 @@ static const char *sx_kst_events(void)
 	ke->ke_done = true;
 	sx_cond_broadcast(&ke->ke_cond);
 	sx_mutex_unlock(&ke->ke_lock);
-	/* the setter may still be using @ke: wait until it is gone */
-	kthread_stop(t);
-	put_task_struct(t);
+	sx_kst_thread_end(t);
 out:
 	sx_cond_destroy(&ke->ke_cond);
 	sx_mutex_destroy(&ke->ke_lock);
