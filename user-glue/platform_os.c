@@ -440,7 +440,7 @@ static void sx_futex(uint32_t *word, int op, uint32_t val)
 	(void)syscall(SYS_futex, word, op, val, NULL, NULL, 0);
 }
 #else
-static SX_DEFINE_MUTEX(sx_event_lock);
+static pthread_mutex_t sx_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sx_event_cond = PTHREAD_COND_INITIALIZER;
 #endif
 
@@ -457,10 +457,10 @@ void sx_event_wait(struct sx_event *e)
 	while (!__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
 		sx_futex(&e->e_set, FUTEX_WAIT_PRIVATE, 0);
 #else
-	VERIFY(pthread_mutex_lock(&sx_event_lock.m_lock) == 0);
+	VERIFY(pthread_mutex_lock(&sx_event_lock) == 0);
 	while (!__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
-		VERIFY(pthread_cond_wait(&sx_event_cond, &sx_event_lock.m_lock) == 0);
-	VERIFY(pthread_mutex_unlock(&sx_event_lock.m_lock) == 0);
+		VERIFY(pthread_cond_wait(&sx_event_cond, &sx_event_lock) == 0);
+	VERIFY(pthread_mutex_unlock(&sx_event_lock) == 0);
 #endif
 }
 
@@ -471,10 +471,10 @@ void sx_event_set(struct sx_event *e)
 	__atomic_store_n(&e->e_set, 1, __ATOMIC_RELEASE);
 	sx_futex(&e->e_set, FUTEX_WAKE_PRIVATE, 1);
 #else
-	VERIFY(pthread_mutex_lock(&sx_event_lock.m_lock) == 0);
+	VERIFY(pthread_mutex_lock(&sx_event_lock) == 0);
 	__atomic_store_n(&e->e_set, 1, __ATOMIC_RELEASE);
 	VERIFY(pthread_cond_broadcast(&sx_event_cond) == 0);
-	VERIFY(pthread_mutex_unlock(&sx_event_lock.m_lock) == 0);
+	VERIFY(pthread_mutex_unlock(&sx_event_lock) == 0);
 #endif
 }
 
