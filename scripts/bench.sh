@@ -8,8 +8,8 @@
 #
 # Workloads (each figure the median of BENCH_RUNS runs with min and max;
 # within a run swapext and the peers alternate, and the order flips every
-# run, so slow drift of a shared machine hits both sides alike; the
-# threads workload's rounds run every T, so do its ratios to T = 1):
+# run, so slow drift of a shared machine hits both sides alike; each
+# round of the threads workload runs every T, for the same reason):
 #   update   durable atomic 4 KiB update of a 1 MiB file, one thread:
 #            swapext (bench_update, image file in BUILD/bench/work on the
 #            filesystem BUILD is on): sx_update + fsync, and sx_atomic_write
