@@ -5,7 +5,10 @@
  *
  * Locks: l_force_lock serialises everything that writes the log or moves
  * the tail (forces and checkpoints), so a checkpoint never computes a tail
- * while a force has written records whose buffers are not yet unpinned.
+ * while a force has written records whose buffers are not yet unpinned;
+ * a force in flight (l_flights) flushes without it, and whatever takes it
+ * to do more than write the next force's records first waits until no
+ * force is in flight.
  * l_lock covers the state read by reservations and commits, the queue
  * included.  Order: l_force_lock, then l_lock, then the buffer cache lock;
  * l_wait_lock (group commit's, sx_log_force_seq()) is taken last, and
@@ -104,6 +107,7 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	log->l_cil_mem_max = SX_LOG_QUEUE_MEM;
 	if (mp->m_flags & SX_MF_LOG_EACH)
 		log->l_cil_max = 0;
+	log->l_flights_max = (mp->m_flags & SX_MF_OVERLAP) ? SX_LOG_FLIGHTS : 1;
 	log->l_iobuf = sx_alloc((size_t)log->l_max_rec_blocks * log->l_bsize, 0);
 	if (!log->l_iobuf) {
 		sx_free(log);
@@ -119,6 +123,7 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	sx_mutex_init(&log->l_lock);
 	sx_mutex_init(&log->l_wait_lock);
 	sx_cond_init(&log->l_space);
+	sx_cond_init(&log->l_flight_cond);
 	sx_list_init(&log->l_waiters);
 	mp->m_log = log;
 	return 0;
@@ -151,8 +156,10 @@ void sx_log_destroy(struct sx_mount *mp)
 		sx_free(li);
 	}
 	ASSERT(sx_list_empty(&log->l_waiters));
+	ASSERT(log->l_flights == 0);
 	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);
+	sx_cond_destroy(&log->l_flight_cond);
 	sx_mutex_destroy(&log->l_lock);
 	sx_mutex_destroy(&log->l_wait_lock);
 	sx_mutex_destroy(&log->l_force_lock);
@@ -208,7 +215,7 @@ int sx_log_reserve(struct sx_mount *mp, u32 bytes, u32 *blocks)
 		 * pinned nearly all the time, and calling the log full then
 		 * shut down mounts that were only busy.
 		 */
-		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_force_active) {
+		if (log->l_grant == 0 && sx_list_empty(&log->l_cil) && !log->l_forces_active) {
 			if (log->l_ckpt_pinned) {
 				tried = false;
 				continue;
@@ -634,6 +641,15 @@ static bool sx_log_served(struct sx_log *log, u64 seq, u64 flush)
 	return (u64)sx_atomic64_read(&log->l_durable_seq) >= seq && log->l_flush_done >= flush;
 }
 
+/*
+ * Whether a force in flight will serve a caller that needs @seq and flush
+ * @flush (l_wait_lock held): it need not lead, only wait for it.
+ */
+static bool sx_log_in_flight(struct sx_log *log, u64 seq, u64 flush)
+{
+	return log->l_flights && seq <= log->l_taken_seq && flush <= log->l_flush_begun;
+}
+
 static void sx_log_take_waiter(struct sx_log_waiter *w, bool lead, struct sx_list *woken)
 {
 	sx_list_del(&w->w_list);
@@ -643,7 +659,8 @@ static void sx_log_take_waiter(struct sx_log_waiter *w, bool lead, struct sx_lis
 
 /*
  * Take off l_waiters, onto @woken, the waiters the log now serves, and with
- * @lead (nobody leads) the oldest one it does not, to lead the next force;
+ * @lead (nobody leads) the oldest one it does not and no force in flight
+ * will, to lead the next force;
  * l_wait_lock held.  The caller wakes them with sx_log_wake_list() once it
  * let go of l_wait_lock: a waiter woken under it would only block on it
  * again.  Each waiter sleeps on its own event, so that a force wakes only
@@ -664,9 +681,16 @@ static void sx_log_wake(struct sx_log *log, bool lead, struct sx_list *woken)
 		if (sx_log_served(log, w->w_seq, w->w_flush))
 			sx_log_take_waiter(w, false, woken);
 	}
-	if (lead && !sx_list_empty(&log->l_waiters))
-		sx_log_take_waiter(sx_list_first(&log->l_waiters, struct sx_log_waiter, w_list),
-				   true, woken);
+	if (!lead)
+		return;
+	sx_list_for_each(pos, &log->l_waiters) {
+		struct sx_log_waiter *w = sx_list_entry(pos, struct sx_log_waiter, w_list);
+
+		if (!sx_log_in_flight(log, w->w_seq, w->w_flush)) {
+			sx_log_take_waiter(w, true, woken);
+			return;
+		}
+	}
 }
 
 /*
@@ -714,7 +738,8 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 	u32 i;
 
 	sx_mutex_lock(&log->l_lock);
-	log->l_force_active = false;
+	ASSERT(log->l_forces_active > 0);
+	log->l_forces_active--;
 	sx_list_for_each_safe(gpos, gn, groups) {
 		struct sx_cil_group *g = sx_list_entry(gpos, struct sx_cil_group, g_list);
 
@@ -849,28 +874,128 @@ static int sx_log_write_manifest(struct sx_mount *mp)
 	return sx_log_write_record(mp, mflen, 1, SX_LR_MANIFEST, 0, 0, &lsn);
 }
 
-/* Write everything queued and flush (force lock held). */
-static int sx_log_force_locked(struct sx_mount *mp)
+/* Wait until at most @max forces are in flight (force lock held). */
+static void sx_log_flights_wait(struct sx_log *log, u32 max)
+{
+	ASSERT(sx_mutex_is_held(&log->l_force_lock));
+	if (log->l_flights_max == 1)
+		return;		/* none ever flies */
+	sx_mutex_lock(&log->l_wait_lock);
+	while (log->l_flights > max)
+		sx_cond_wait(&log->l_flight_cond, &log->l_wait_lock);
+	sx_mutex_unlock(&log->l_wait_lock);
+}
+
+/*
+ * Whether a force that took the queue may fly: it needs no flush of data
+ * before its records and guards no data (no manifest, no fence), and the
+ * last force on the disk guards none either, so that the forces in flight
+ * leave the manifest state (log_manifest.c) as they found it.
+ */
+static bool sx_log_may_fly(struct sx_log *log, bool preflush, bool fence)
+{
+	return log->l_flights_max > 1 && !preflush && !fence && !log->l_mf_flight.ms_n &&
+	       !log->l_mf_done.ms_n && !log->l_mf_all;
+}
+
+/*
+ * The flush and completion of a force in flight, entered with the force
+ * lock and the lead held and its records written; returns without them.
+ */
+static int sx_log_fly(struct sx_mount *mp, struct sx_list *groups, u64 seq)
+{
+	struct sx_log *log = mp->m_log;
+	struct sx_list woken;
+	u64 ticket, gen;
+	int error;
+
+	log->l_force_first = 0;
+	sx_list_init(&woken);
+	sx_mutex_lock(&log->l_wait_lock);
+	ticket = ++log->l_flight_next;
+	log->l_flights++;
+	/* the flush begins: data written in place before now is under it */
+	sx_atomic_set(&log->l_data_dirty, 0);
+	gen = ++log->l_flush_begun;
+	log->l_leading = false;
+	sx_log_wake(log, true, &woken);
+	sx_mutex_unlock(&log->l_wait_lock);
+	sx_atomic_set(&log->l_data_inplace, 0);
+	sx_mutex_unlock(&log->l_force_lock);
+	sx_log_wake_list(&woken);
+
+	error = sx_fault("log_flush");
+	if (!error)
+		error = sx_dev_flush(mp);
+	if (error) {
+		sx_atomic_set(&log->l_data_dirty, 1);
+		sx_atomic_set(&log->l_data_inplace, 1);
+		sx_force_shutdown(mp, error, "cache flush after a log force failed");
+	}
+	sx_mutex_lock(&log->l_wait_lock);
+	while (log->l_flight_done + 1 != ticket)
+		sx_cond_wait(&log->l_flight_cond, &log->l_wait_lock);
+	/* a force before this one failed: its records may be missing */
+	if (!error && sx_is_shutdown(mp))
+		error = -EIO;
+	if (!error)
+		log->l_flush_done = gen;
+	sx_mutex_unlock(&log->l_wait_lock);
+	if (!error) {
+		sx_mutex_lock(&log->l_lock);
+		log->l_stats.ls_forces++;
+		log->l_stats.ls_flights++;
+		sx_mutex_unlock(&log->l_lock);
+	}
+	sx_log_complete(mp, groups, seq, error);
+	sx_list_init(&woken);
+	sx_mutex_lock(&log->l_wait_lock);
+	log->l_flight_done = ticket;
+	log->l_flights--;
+	sx_cond_broadcast(&log->l_flight_cond);
+	/* after a failure its waiters are not served: one of them leads */
+	sx_log_wake(log, !log->l_leading, &woken);
+	sx_mutex_unlock(&log->l_wait_lock);
+	sx_log_wake_list(&woken);
+	return error;
+}
+
+/*
+ * Write everything queued and flush (force lock held).  With @may_fly the
+ * caller leads (sx_log_force_seq()), and the force may go on in flight
+ * (sx_log_fly()): then *@flew is set, and the force lock and the lead are
+ * gone when it returns.
+ */
+static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list groups, *pos;
-	bool preflush = false, fence, mf_left;
+	bool preflush = false, fence, mf_left, fly;
 	u64 seq;
 	int error = 0;
 
 	ASSERT(sx_mutex_is_held(&log->l_force_lock));
+	sx_log_flights_wait(log, may_fly ? log->l_flights_max - 1 : 0);
 	sx_list_init(&groups);
 	/* the queue and the blocks its transactions wrote, together */
 	sx_rwsem_down_write(&log->l_mf_sem);
 	sx_mutex_lock(&log->l_lock);
 	sx_cil_take(log, &groups);
 	seq = log->l_commit_seq;
-	log->l_force_active = true;
+	log->l_forces_active++;
 	sx_mutex_unlock(&log->l_lock);
 	fence = log->l_fence_wanted;
 	if (!sx_list_empty(&groups))
 		preflush = sx_log_mf_take(log);
 	sx_rwsem_up_write(&log->l_mf_sem);
+	if (log->l_flights_max > 1) {
+		sx_mutex_lock(&log->l_wait_lock);
+		log->l_taken_seq = seq;
+		sx_mutex_unlock(&log->l_wait_lock);
+	}
+	fly = !sx_list_empty(&groups) && may_fly && sx_log_may_fly(log, preflush, fence);
+	if (!fly)
+		sx_log_flights_wait(log, 0);
 	if (sx_list_empty(&groups) && !fence) {
 		/* the forces before this one took them all, and none failed */
 		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp, false);
@@ -943,6 +1068,10 @@ static int sx_log_force_locked(struct sx_mount *mp)
 		if (!error)
 			error = sx_log_write_record(mp, 0, 0, SX_LR_FENCE, 0, 0, &lsn);
 	}
+	if (!error && fly) {
+		*flew = true;
+		return sx_log_fly(mp, &groups, seq);
+	}
 	if (!error) {
 		/* one flush for the records and every data write before them */
 		error = sx_fault("log_flush");
@@ -964,6 +1093,12 @@ out_complete:
 	log->l_force_first = 0;
 	sx_log_complete(mp, &groups, seq, error);
 	return error;
+}
+
+/* Write everything queued and flush, no force in flight (force lock held). */
+static int sx_log_force_locked(struct sx_mount *mp)
+{
+	return sx_log_force_run(mp, false, NULL);
 }
 
 /*
@@ -1060,7 +1195,7 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 			sx_log_wake_list(&woken);
 			return 0;
 		}
-		if (!log->l_leading)
+		if (!log->l_leading && !sx_log_in_flight(log, seq, flush))
 			break;
 		if (!sx_log_wait_turn(log, seq, flush))
 			return 0;	/* the waker found it served */
@@ -1072,10 +1207,15 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 
 	sx_mutex_lock(&log->l_force_lock);
 	if (sx_log_durable_seq(mp) < seq) {
+		bool flew = false;
+
 		/* its flush is begun after every caller here came */
-		error = sx_log_force_locked(mp);
+		error = sx_log_force_run(mp, true, &flew);
+		if (flew)
+			return error;	/* the lead went at its flush */
 	} else if (data) {
 		/* no force, but a caller waits for a flush: every one begun is done */
+		sx_log_flights_wait(log, 0);
 		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp, false);
 	}
 	sx_mutex_unlock(&log->l_force_lock);

@@ -29,6 +29,7 @@ struct sx_log_stats {
 	u64	ls_fences;		/* of them, forces a data write asked for (log_manifest.c) */
 	u64	ls_manifests;		/* manifest records written */
 	u64	ls_preflushes;		/* forces that flushed data before their records */
+	u64	ls_flights;		/* forces that flushed while the next one could write */
 	u64	ls_checkpoints;
 	u64	ls_tail_moves;
 	u64	ls_trans;		/* transactions committed */

@@ -26,6 +26,8 @@
  * log while every transaction's ops stay allocated until the force.
  */
 #define SX_LOG_QUEUE_MEM	(4u << 20)
+/* Forces in flight at once with SX_MOUNT_OVERLAP_FORCES (see l_flights) */
+#define SX_LOG_FLIGHTS		2
 
 struct sx_cil_group;
 
@@ -155,7 +157,7 @@ struct sx_log {
 	u64		l_cil_mem;	/* bytes of ops queued, dropped ones included */
 	u64		l_cil_mem_max;	/* ... or once they pass this */
 	u32		l_force_blocks;	/* blocks of groups a force took but has not written */
-	bool		l_force_active;	/* a force took groups and has not completed them */
+	u32		l_forces_active; /* forces that took groups and have not completed them */
 	u32		l_ckpt_pinned;	/* dirty buffers the last checkpoint found pinned */
 	u32		l_ckpt_locked;	/* ... and found locked by another thread */
 	u64		l_cil_last_tid;	/* the largest id the queue has given the log */
@@ -169,6 +171,22 @@ struct sx_log {
 	struct sx_atomic64 l_durable_seq;
 	struct sx_mutex	l_wait_lock;
 	bool		l_leading;	/* a caller of sx_log_force_seq() is forcing */
+	/*
+	 * Forces in flight (SX_MOUNT_OVERLAP_FORCES), under l_wait_lock.  A
+	 * leader whose force needs nothing of the forces before it (no data
+	 * to flush first, no manifest, no fence) lets the force lock and the
+	 * lead go once its records are written, and flushes while the next
+	 * leader writes.  Forces complete in the order they took the queue
+	 * (tickets), so the log is never called durable past a force whose
+	 * flush has not returned; anything else that holds the force lock
+	 * first waits until none is in flight (sx_log_flights_wait()).
+	 */
+	u32		l_flights_max;	/* at most this many at once; 1: none overlap */
+	u32		l_flights;	/* forces flushing without the force lock */
+	u64		l_flight_next;	/* tickets given */
+	u64		l_flight_done;	/* tickets completed, each after the one before */
+	u64		l_taken_seq;	/* the commit count the last force took */
+	struct sx_cond	l_flight_cond;	/* a flight completed */
 	/*
 	 * Device flushes that cover data written in place (sx_log_flush_data()),
 	 * under l_wait_lock: begun, and finished (all up to that count; the

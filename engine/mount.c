@@ -138,6 +138,8 @@ SX_API int sx_mount(struct sx_bdev *bd, const struct sx_mount_opts *opts,
 		mp->m_flags |= SX_MF_RDONLY;
 	if (opts->mo_flags & SX_MOUNT_LOG_EACH)
 		mp->m_flags |= SX_MF_LOG_EACH;
+	if (opts->mo_flags & SX_MOUNT_OVERLAP_FORCES)
+		mp->m_flags |= SX_MF_OVERLAP;
 
 	error = sx_sb_read(mp, bd, &mp->m_sb, NULL);
 	if (error)

@@ -28,6 +28,7 @@ enum {
 	SX_MF_RDONLY	= (1u << 0),
 	SX_MF_RECOVERY	= (1u << 2),	/* log recovery in progress */
 	SX_MF_LOG_EACH	= (1u << 3),	/* SX_MOUNT_LOG_EACH */
+	SX_MF_OVERLAP	= (1u << 4),	/* SX_MOUNT_OVERLAP_FORCES */
 };
 
 struct sx_mount {

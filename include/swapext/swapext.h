@@ -90,6 +90,14 @@ enum {
 	 * crash tests that want to stop between any two transactions.
 	 */
 	SX_MOUNT_LOG_EACH	= (1u << 2),
+	/*
+	 * Let a log force flush while the next one writes its records: for
+	 * devices whose writes are on the device when they return (a file
+	 * opened with SX_FILEDEV_DIRECT, a block device), where flushes in
+	 * flight together overlap.  On a buffered file each flush writes back
+	 * the others' records first, and the overlap is slower.
+	 */
+	SX_MOUNT_OVERLAP_FORCES	= (1u << 3),
 };
 
 struct sx_mount_opts {

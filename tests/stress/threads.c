@@ -35,10 +35,11 @@
  * A watchdog aborts the run, naming what each thread is doing, when no
  * operation completes for STALL_SECONDS (a deadlock).
  *
- * Each seed runs two phases: 1 KiB blocks on an image with the atomic_swap
+ * Each seed runs three phases: 1 KiB blocks on an image with the atomic_swap
  * feature, then 4 KiB blocks on one without it (atomic swaps and atomic
  * writes must fail with -EOPNOTSUPP there, non-atomic swaps and updates
- * run).
+ * run), then the first again mounted with SX_MOUNT_OVERLAP_FORCES (log
+ * forces in flight together, among fsyncs, fences and checkpoints).
  * SX_THREADS_OPS=N sets the operations per thread and phase (default
  * 1000; make threads-long runs many more); SX_TEST_SEED=N runs that seed
  * instead of the fixed ones.  The same seed gives each thread the same
@@ -80,11 +81,13 @@ struct phase {
 	const char	*ph_name;
 	u32		ph_bs;
 	bool		ph_atomic;
+	u32		ph_mount;	/* SX_MOUNT_* */
 };
 
 static const struct phase phases[] = {
-	{ "1k-atomic", 1024, true },
-	{ "4k-nonatomic", 4096, false },
+	{ "1k-atomic", 1024, true, 0 },
+	{ "4k-nonatomic", 4096, false, 0 },
+	{ "1k-atomic-overlap", 1024, true, SX_MOUNT_OVERLAP_FORCES },
 };
 
 /* A shared file of the model. */
@@ -110,6 +113,19 @@ struct worker {
 static struct sx_bdev *bd;
 static struct sx_mount *mp;
 static const struct phase *ph;
+
+static struct sx_mount *phase_mount(struct sx_bdev *dev)
+{
+	struct sx_mount_opts mo = { .mo_flags = ph->ph_mount };
+	struct sx_mount *m;
+	int error = sx_mount(dev, &mo, &m);
+
+	if (error) {
+		fprintf(stderr, "threads: mount: %s\n", sx_strerror(error));
+		abort();
+	}
+	return m;
+}
 static struct mfile files[NFILES];
 static pthread_rwlock_t regions[NFILES][NREGIONS];
 static pthread_mutex_t metas[NFILES];
@@ -741,6 +757,7 @@ static void watch_workers(void)
 static void run_phase(void)
 {
 	struct sx_mkfs_opts mo = { 0 };
+	struct sx_log_stats ls = { 0 };
 	struct timespec t0, t1;
 	u64 problems = 1, b, total, before;
 	char name[16];
@@ -755,7 +772,7 @@ static void run_phase(void)
 		fail(NULL, "no image");
 		return;
 	}
-	mp = sxt_mount(bd);
+	mp = phase_mount(bd);
 	memset(files, 0, sizeof(files));
 	/* every file starts full, each block with a tag of its own */
 	for (f = 0; f < NFILES && !stopped(); f++) {
@@ -812,6 +829,7 @@ static void run_phase(void)
 
 	if (!stopped())
 		verify_all("after the run");
+	sx_log_get_stats(mp, &ls);
 	for (f = 0; f < NFILES; f++)
 		sx_close(mp, files[f].fd);
 	error = sx_unmount(mp);
@@ -819,7 +837,7 @@ static void run_phase(void)
 		fail(NULL, "unmount: %s", sx_strerror(error));
 	if (!stopped()) {
 		/* what a fresh mount reads from the device, not from any cache */
-		mp = sxt_mount(bd);
+		mp = phase_mount(bd);
 		for (f = 0; f < NFILES; f++) {
 			snprintf(name, sizeof(name), "f%u", f);
 			error = sx_open(mp, name, &files[f].fd);
@@ -846,12 +864,16 @@ static void run_phase(void)
 			pthread_rwlock_destroy(&regions[f][r]);
 		pthread_mutex_destroy(&metas[f]);
 	}
+	if (ph->ph_mount & SX_MOUNT_OVERLAP_FORCES && !ls.ls_flights)
+		fail(NULL, "no log force flew in a phase that lets them");
 	sx_bdev_destroy(bd);
 	b = (u64)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-	printf("threads: seed %llu, phase %s: %s, %llu operations in %llu.%03llu s\n",
+	printf("threads: seed %llu, phase %s: %s, %llu operations in %llu.%03llu s, "
+	       "%llu log forces (%llu in flight)\n",
 	       (unsigned long long)seed, ph->ph_name, stopped() ? "FAILED" : "passed",
 	       (unsigned long long)total, (unsigned long long)(b / 1000),
-	       (unsigned long long)(b % 1000));
+	       (unsigned long long)(b % 1000), (unsigned long long)ls.ls_forces,
+	       (unsigned long long)ls.ls_flights);
 }
 
 /* Engine messages below an error are expected (EBUSY commits log nothing, but others may). */

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Forces in flight (SX_MOUNT_OVERLAP_FORCES): a leader whose force needs
+ * nothing of the forces before it lets the force lock and the lead go once
+ * its records are written, and the next leader writes while it flushes.
+ *
+ * What must hold: the next force writes and flushes while the first one's
+ * flush has not returned (before, it waited behind the first one's leader
+ * until that force was done); a force whose flush returned first still
+ * completes after the force before it, so no caller hears "durable" while
+ * a record before its own may be lost; a force before it that fails fails
+ * it too; a power cut between two forces in flight loses only what no
+ * caller was told was durable.  The last test cuts the power at fixed
+ * writes of four threads' atomic writes and checks each file against what
+ * its thread was told.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <unistd.h>
+#include "sxtest.h"
+#include "sxshim.h"
+#include "log_priv.h"
+#include "dev.h"
+#include <swapext/device.h>
+
+#define MIB		(1ull << 20)
+#define BS		4096u
+#define NS_PER_S	1000000000ull
+
+/* An atomic write of a block of @byte at offset 0 of @fd, in its own thread. */
+struct aw {
+	struct sx_mount	*mp;
+	int		fd;
+	u8		byte;
+	int		error;
+	bool		done;		/* atomic: the thread finished */
+};
+
+static void *aw_run(void *arg)
+{
+	struct aw *w = arg;
+	u8 buf[BS];
+
+	sx_thread_enter();
+	memset(buf, w->byte, sizeof(buf));
+	w->error = sx_atomic_write(w->mp, w->fd, buf, BS, 0, 0);
+	__atomic_store_n(&w->done, true, __ATOMIC_SEQ_CST);
+	sx_thread_exit();
+	return NULL;
+}
+
+static bool aw_done(struct aw *w)
+{
+	return __atomic_load_n(&w->done, __ATOMIC_SEQ_CST);
+}
+
+/* A memory device with a new filesystem that has the atomic_swap feature. */
+static struct sx_bdev *atomic_memfs(void)
+{
+	struct sx_mkfs_opts mo = {
+		.mk_blocksize = BS,
+		.mk_feat_log_incompat = SX_FEAT_LOG_INCOMPAT_ATOMIC_SWAP,
+	};
+	struct sx_bdev *bd;
+
+	assert_int_equal(sx_memdev_create(16 * MIB, 512, &bd), 0);
+	assert_int_equal(sx_mkfs(bd, &mo), 0);
+	return bd;
+}
+
+static struct sx_mount *mount_overlap(struct sx_bdev *bd)
+{
+	struct sx_mount_opts mo = { .mo_flags = SX_MOUNT_OVERLAP_FORCES };
+	struct sx_mount *mp;
+
+	assert_int_equal(sx_mount(bd, &mo, &mp), 0);
+	return mp;
+}
+
+/* Files a and b, block 0 of each durable with 0x10 and 0x11. */
+static void two_files(struct sx_mount *mp, struct aw w[2])
+{
+	static const char *const names[] = { "a", "b" };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct aw){ .mp = mp, .byte = (u8)(0x10 + i) };
+		assert_int_equal(sx_create(mp, names[i], 0644, &w[i].fd), 0);
+		aw_run(&w[i]);
+		assert_int_equal(w[i].error, 0);
+		w[i].done = false;
+		w[i].byte = (u8)(0x20 + i);
+	}
+}
+
+/* Block 0 of @name: its byte if all of it holds one, else -1. */
+static int block_byte(struct sx_mount *mp, const char *name)
+{
+	u8 buf[BS];
+	int fd;
+	u32 i;
+
+	assert_int_equal(sx_open(mp, name, &fd), 0);
+	assert_int_equal(sx_pread(mp, fd, buf, BS, 0), (s64)BS);
+	assert_int_equal(sx_close(mp, fd), 0);
+	for (i = 1; i < BS; i++)
+		if (buf[i] != buf[0])
+			return -1;
+	return buf[0];
+}
+
+static void check_clean(struct sx_bdev *bd)
+{
+	u64 problems = 1;
+
+	assert_int_equal(sx_check(bd, NULL, NULL, &problems), 0);
+	assert_int_equal(problems, 0);
+}
+
+/* What the hook inside A's flush saw of B. */
+struct second {
+	struct sxt_shim	*sh;
+	struct sx_crashdev *cd;
+	struct aw	*b;
+	pthread_t	th;
+	u64		f0;		/* flushes before A's */
+	bool		cut;		/* cut the power at B's record write */
+	bool		started;
+	bool		b_flushed;	/* B's flush went through while A's had not returned */
+	bool		b_waited;	/* B was not done 50 ms after */
+	bool		b_done;		/* B returned while A's flush had not */
+};
+
+static bool flushes_past(struct second *s, u64 n)
+{
+	u64 start = sx_now_ns();
+
+	do {
+		if (sxt_shim_count(&s->sh->sh_flushes) >= n)
+			return true;
+		usleep(1000);
+	} while (sx_now_ns() - start < 30 * NS_PER_S);
+	return false;
+}
+
+static bool b_returns(struct second *s)
+{
+	u64 start = sx_now_ns();
+
+	do {
+		if (aw_done(s->b))
+			return true;
+		usleep(1000);
+	} while (sx_now_ns() - start < 30 * NS_PER_S);
+	return false;
+}
+
+/*
+ * The hook, inside A's flush once the device's flush returned: B writes.
+ * Its force must write and flush now (the flush count passes A's), and
+ * then wait for A's.  No asserts here (not the main thread).
+ */
+static void start_b(void *arg)
+{
+	struct second *s = arg;
+
+	if (s->cut) {
+		struct sx_crashdev_stats st;
+
+		sx_crashdev_get_stats(s->cd, &st);
+		sx_crashdev_cut_at_write(s->cd, st.cs_writes + 1, SX_CRASH_DROP);
+	}
+	s->started = !pthread_create(&s->th, NULL, aw_run, s->b);
+	if (!s->started)
+		return;
+	if (s->cut) {
+		s->b_done = b_returns(s);
+		return;
+	}
+	s->b_flushed = flushes_past(s, s->f0 + 2);
+	usleep(50 * 1000);
+	s->b_waited = !aw_done(s->b);
+}
+
+/* Run A's atomic write with start_b() armed inside its flush; join both. */
+static void run_a_then_b(struct sxt_shim *sh, struct second *s, struct aw w[2])
+{
+	pthread_t ta;
+
+	s->sh = sh;
+	s->b = &w[1];
+	s->f0 = sxt_shim_count(&sh->sh_flushes);
+	sxt_shim_hook_flush(sh, start_b, s);
+	assert_int_equal(pthread_create(&ta, NULL, aw_run, &w[0]), 0);
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_true(s->started);
+	assert_int_equal(pthread_join(s->th, NULL), 0);
+}
+
+/*
+ * B's force writes and flushes while A's flush is running, then waits
+ * until A's force completed: both durable after a cut that keeps only
+ * what was flushed.
+ */
+static void test_flight_overlaps_in_order(void **state)
+{
+	struct sx_bdev *mem = atomic_memfs(), *cbd;
+	struct sx_log_stats s0, s1;
+	struct second s = { 0 };
+	struct sx_crashdev *cd;
+	struct sxt_shim sh;
+	struct sx_mount *mp;
+	struct aw w[2];
+
+	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
+	sxt_shim_init(&sh, cbd);
+	mp = mount_overlap(&sh.sh_bdev);
+	two_files(mp, w);
+	sx_log_get_stats(mp, &s0);
+	run_a_then_b(&sh, &s, w);
+	assert_true(s.b_flushed);
+	assert_true(s.b_waited);
+	assert_int_equal(w[0].error, 0);
+	assert_int_equal(w[1].error, 0);
+	sx_log_get_stats(mp, &s1);
+	assert_int_equal(s1.ls_flights - s0.ls_flights, 2);
+	assert_int_equal(sxt_shim_count(&sh.sh_flushes) - s.f0, 2);
+
+	sx_crashdev_cut_now(cd, SX_CRASH_DROP);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(mem);
+	assert_int_equal(block_byte(mp, "a"), 0x20);
+	assert_int_equal(block_byte(mp, "b"), 0x21);
+	assert_int_equal(sx_unmount(mp), 0);
+	check_clean(mem);
+	sx_bdev_destroy(cbd);
+	sx_bdev_destroy(mem);
+}
+
+/*
+ * A's flush fails; B's, begun after, succeeds, but B must not hear its
+ * write is durable: a record before its own may be lost.  Both fail with
+ * -EIO, and after a remount each file holds all its old block or all the
+ * new one.
+ */
+static void test_flight_fails_after_failed(void **state)
+{
+	struct sx_bdev *mem = atomic_memfs(), *cbd;
+	struct second s = { 0 };
+	struct sx_crashdev *cd;
+	struct sxt_shim sh;
+	struct sx_mount *mp;
+	struct aw w[2];
+	int a, b;
+
+	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
+	sxt_shim_init(&sh, cbd);
+	mp = mount_overlap(&sh.sh_bdev);
+	two_files(mp, w);
+	sx_crashdev_fail(cd, SX_IO_FLUSH, 1, false, -EIO);
+	run_a_then_b(&sh, &s, w);
+	assert_true(s.b_flushed);
+	assert_true(s.b_waited);
+	assert_int_equal(w[0].error, -EIO);
+	assert_int_equal(w[1].error, -EIO);
+	assert_true(sx_is_shutdown(mp));
+	sx_unmount(mp);
+
+	mp = sxt_mount(mem);
+	a = block_byte(mp, "a");
+	b = block_byte(mp, "b");
+	assert_true(a == 0x10 || a == 0x20);
+	assert_true(b == 0x11 || b == 0x21);
+	assert_int_equal(sx_unmount(mp), 0);
+	check_clean(mem);
+	sx_bdev_destroy(cbd);
+	sx_bdev_destroy(mem);
+}
+
+/*
+ * The power goes at B's record write, after A's flush returned: B fails,
+ * A (its force completes on a mount that is down) fails too; after
+ * recovery A's write, which the device had flushed, is there and B's is
+ * not.
+ */
+static void test_flight_cut_between(void **state)
+{
+	struct sx_bdev *mem = atomic_memfs(), *cbd;
+	struct second s = { .cut = true };
+	struct sx_crashdev *cd;
+	struct sxt_shim sh;
+	struct sx_mount *mp;
+	struct aw w[2];
+
+	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
+	sxt_shim_init(&sh, cbd);
+	mp = mount_overlap(&sh.sh_bdev);
+	two_files(mp, w);
+	s.cd = cd;
+	run_a_then_b(&sh, &s, w);
+	assert_true(s.b_done);		/* B did not wait for A to fail */
+	assert_int_equal(w[1].error, -EIO);
+	assert_int_equal(w[0].error, -EIO);
+	sx_unmount(mp);
+
+	mp = sxt_mount(mem);
+	assert_int_equal(block_byte(mp, "a"), 0x20);
+	assert_int_equal(block_byte(mp, "b"), 0x11);
+	assert_int_equal(sx_unmount(mp), 0);
+	check_clean(mem);
+	sx_bdev_destroy(cbd);
+	sx_bdev_destroy(mem);
+}
+
+#define NTHREADS	4
+#define NWRITES		150
+
+/* One thread of the crash test: atomic writes of block 0 of its file, tagged 1, 2, ... */
+struct tagger {
+	struct sx_mount	*mp;
+	int		fd;
+	u64		acked;		/* the last tag whose write returned 0 */
+	u64		tried;		/* the last tag written */
+};
+
+static void tag_fill(u8 *buf, u64 tag)
+{
+	u32 i;
+
+	for (i = 0; i < BS; i += 8)
+		memcpy(buf + i, &tag, 8);
+}
+
+static void *tagger_run(void *arg)
+{
+	struct tagger *t = arg;
+	u8 buf[BS];
+	u64 tag;
+
+	sx_thread_enter();
+	for (tag = 1; tag <= NWRITES; tag++) {
+		tag_fill(buf, tag);
+		t->tried = tag;
+		if (sx_atomic_write(t->mp, t->fd, buf, BS, 0, 0))
+			break;
+		t->acked = tag;
+	}
+	sx_thread_exit();
+	return NULL;
+}
+
+/* The tag block 0 of @fd holds all through, or ~0 if it is torn. */
+static u64 tag_read(struct sx_mount *mp, int fd)
+{
+	u8 buf[BS], want[BS];
+	s64 n = sx_pread(mp, fd, buf, BS, 0);
+	u64 tag;
+
+	if (n == 0)
+		return 0;	/* no write of it survived */
+	assert_int_equal(n, (s64)BS);
+	memcpy(&tag, buf, 8);
+	tag_fill(want, tag);
+	return memcmp(buf, want, BS) ? ~0ull : tag;
+}
+
+/*
+ * Four threads write their own files while forces fly; the power goes at
+ * a fixed write after the files were made, each volatile write given a
+ * random fate or all lost but the newest.  After recovery each file holds
+ * one whole write, no older than the last its thread was told was durable
+ * and no newer than the last it tried; the checker is clean.
+ */
+static void test_flight_crash_threads(void **state)
+{
+	static const u64 cuts[] = { 3, 17, 40, 77, 131 };
+	static const enum sx_crash_mode modes[] = { SX_CRASH_RANDOM, SX_CRASH_NEWEST };
+	u64 flights = 0;
+	u32 c, m, i;
+
+	for (c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		for (m = 0; m < 2; m++) {
+			struct sx_bdev *mem = atomic_memfs(), *cbd;
+			struct tagger t[NTHREADS] = { 0 };
+			struct sx_crashdev_stats st;
+			struct sx_log_stats ls;
+			pthread_t th[NTHREADS];
+			struct sx_crashdev *cd;
+			struct sx_mount *mp;
+			char name[8];
+
+			assert_int_equal(sx_crashdev_create(mem, cuts[c] * 2 + m, &cbd, &cd), 0);
+			mp = mount_overlap(cbd);
+			for (i = 0; i < NTHREADS; i++) {
+				snprintf(name, sizeof(name), "f%u", i);
+				t[i].mp = mp;
+				assert_int_equal(sx_create(mp, name, 0644, &t[i].fd), 0);
+			}
+			assert_int_equal(sx_sync(mp), 0);
+			sx_crashdev_get_stats(cd, &st);
+			sx_crashdev_cut_at_write(cd, st.cs_writes + cuts[c], modes[m]);
+			for (i = 0; i < NTHREADS; i++)
+				assert_int_equal(pthread_create(&th[i], NULL, tagger_run, &t[i]), 0);
+			for (i = 0; i < NTHREADS; i++)
+				assert_int_equal(pthread_join(th[i], NULL), 0);
+			sx_crashdev_get_stats(cd, &st);
+			assert_true(st.cs_dead);
+			sx_log_get_stats(mp, &ls);
+			flights += ls.ls_flights;
+			sx_shutdown(mp);
+			sx_unmount(mp);
+
+			mp = sxt_mount(mem);
+			for (i = 0; i < NTHREADS; i++) {
+				int fd;
+				u64 tag;
+
+				snprintf(name, sizeof(name), "f%u", i);
+				assert_int_equal(sx_open(mp, name, &fd), 0);
+				tag = tag_read(mp, fd);
+				if (tag < t[i].acked || tag > t[i].tried)
+					fail_msg("cut at %llu, mode %u: file %u holds %llu, told %llu, tried %llu",
+						 (unsigned long long)cuts[c], m, i,
+						 (unsigned long long)tag, (unsigned long long)t[i].acked,
+						 (unsigned long long)t[i].tried);
+				assert_int_equal(sx_close(mp, fd), 0);
+			}
+			assert_int_equal(sx_unmount(mp), 0);
+			check_clean(mem);
+			sx_bdev_destroy(cbd);
+			sx_bdev_destroy(mem);
+		}
+	}
+	/* the cuts fell among forces in flight, not only between serial ones */
+	assert_true(flights > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flight_overlaps_in_order),
+		cmocka_unit_test(test_flight_fails_after_failed),
+		cmocka_unit_test(test_flight_cut_between),
+		cmocka_unit_test(test_flight_crash_threads),
+	};
+
+	sx_thread_enter();
+	sxt_quiet();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
