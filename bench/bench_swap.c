@@ -189,7 +189,7 @@ static int cmd_mkimage(const char *path, u64 n)
 	u64 logbytes = bd_log_bytes("BENCH_SWAP_LOG_MB");
 	/* the data, both files' bmap btrees with room to split, slack; the log */
 	u64 devsize = (2 * n + 2 * n * 256 / FILE_BS + 65536) * (u64)FILE_BS + logbytes;
-	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, logbytes, 0);
+	struct sx_bdev *bd = bd_file_image(path, devsize, FILE_BS, logbytes, 0, 0);
 	struct sx_mount *mp = sxt_mount(bd);
 	double t0 = now();
 

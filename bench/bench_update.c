@@ -30,7 +30,12 @@
  * new blocks are written in place before the record instead of carried in
  * it (the path of larger writes), for the figure of what carrying bought.
  *
- * Usage: bench_update IMAGE OPS THREADS [update|atomic|atomic-inplace]
+ * With "atomic-direct" they are plain atomic writes, but the image is
+ * opened O_DIRECT and mounted with SX_MOUNT_OVERLAP_FORCES: a log force
+ * flushes while the next one writes (the device then has the records when
+ * a write returns, and flushes in flight together overlap).
+ *
+ * Usage: bench_update IMAGE OPS THREADS [update|atomic|atomic-inplace|atomic-direct]
  * Prints a line "RESULT ..." that scripts/bench.sh collects.
  */
 #include <pthread.h>
@@ -157,8 +162,10 @@ static void verify(struct sx_mount *mp, struct worker *ws, int nthreads, const c
 
 int main(int argc, char **argv)
 {
+	struct sx_mount_opts mo = { 0 };
 	struct sx_log_stats l0, l1;
 	struct bd_snap s0, s1;
+	bool direct;
 	struct worker *ws;
 	struct sx_mount *mp;
 	struct sx_bdev *bd;
@@ -171,19 +178,22 @@ int main(int argc, char **argv)
 	if (argc < 4 || argc > 5 || !(ops = (unsigned int)strtoul(argv[2], NULL, 0)) ||
 	    (nthreads = atoi(argv[3])) < 1 || nthreads > 64 ||
 	    (argc == 5 && strcmp(argv[4], "update") && strcmp(argv[4], "atomic") &&
-	     strcmp(argv[4], "atomic-inplace"))) {
-		fprintf(stderr, "usage: bench_update IMAGE OPS THREADS (1-64) [update|atomic|atomic-inplace]\n");
+	     strcmp(argv[4], "atomic-inplace") && strcmp(argv[4], "atomic-direct"))) {
+		fprintf(stderr, "usage: bench_update IMAGE OPS THREADS (1-64) "
+			"[update|atomic|atomic-inplace|atomic-direct]\n");
 		return 2;
 	}
 	use_atomic = argc == 5 && !strncmp(argv[4], "atomic", 6);
 	if (argc == 5 && !strcmp(argv[4], "atomic-inplace"))
 		atomic_flags = SX_ATOMIC_INPLACE;
+	direct = argc == 5 && !strcmp(argv[4], "atomic-direct");
+	mo.mo_flags = direct ? SX_MOUNT_OVERLAP_FORCES : 0;
 	sx_thread_enter();
 	/* the files, a clone's new blocks per thread, and room for the log */
 	logbytes = bd_log_bytes("BENCH_UPDATE_LOG_MB");
 	size = (uint64_t)nthreads * 4 * FILE_SIZE + (256ull << 20) + logbytes;
-	bd = bd_file_image(argv[1], size, BLOCK_SIZE, logbytes, 1);
-	error = sx_mount(bd, NULL, &mp);
+	bd = bd_file_image(argv[1], size, BLOCK_SIZE, logbytes, 1, direct);
+	error = sx_mount(bd, &mo, &mp);
 	if (error) {
 		fprintf(stderr, "bench_update: mount: %s\n", sx_strerror(error));
 		return 1;
@@ -231,7 +241,7 @@ int main(int argc, char **argv)
 	verify(mp, ws, nthreads, "after the updates");
 	for (t = 0; t < nthreads; t++)
 		sx_close(mp, ws[t].fd);
-	if (sx_unmount(mp) || sx_mount(bd, NULL, &mp)) {
+	if (sx_unmount(mp) || sx_mount(bd, &mo, &mp)) {
 		fprintf(stderr, "bench_update: remount failed\n");
 		return 1;
 	}
@@ -245,7 +255,8 @@ int main(int argc, char **argv)
 	printf("RESULT workload=update impl=%s threads=%d ops=%.0f secs=%.4f "
 	       "ops_s=%.1f flushes_op=%.2f writes_op=%.2f trans_op=%.2f logbytes_op=%.0f "
 	       "waits_op=%.2f\n",
-	       atomic_flags ? "swapext-atomic-inplace" : use_atomic ? "swapext-atomic" : "swapext",
+	       atomic_flags ? "swapext-atomic-inplace" : direct ? "swapext-atomic-direct" :
+	       use_atomic ? "swapext-atomic" : "swapext",
 	       nthreads, total, secs, total / secs,
 	       bd_flushes(&s0, &s1) / total, (s1.writes - s0.writes) / total,
 	       (double)(l1.ls_trans - l0.ls_trans) / total,

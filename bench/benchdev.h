@@ -188,10 +188,10 @@ static inline uint64_t bd_log_bytes(const char *var)
  * bd_file_image() - a new file-backed image of @size bytes at @path (any
  * old file there replaced; written whole first if @fill), mkfs'd with
  * @bs-byte blocks, the atomic_swap feature and a log of @logbytes (0:
- * mkfs's default), behind a counting device
+ * mkfs's default), behind a counting device; opened O_DIRECT with @direct
  */
 static inline struct sx_bdev *bd_file_image(const char *path, uint64_t size, uint32_t bs,
-					    uint64_t logbytes, int fill)
+					    uint64_t logbytes, int fill, int direct)
 {
 	struct sx_mkfs_opts mo = {
 		.mk_blocksize = bs,
@@ -204,7 +204,8 @@ static inline struct sx_bdev *bd_file_image(const char *path, uint64_t size, uin
 	unlink(path);
 	if (fill)
 		bd_file_fill(path, size);
-	error = sx_filedev_open(path, fill ? 0 : SX_FILEDEV_CREATE, size, &lower);
+	error = sx_filedev_open(path, (fill ? 0 : SX_FILEDEV_CREATE) |
+				(direct ? SX_FILEDEV_DIRECT : 0), size, &lower);
 	if (error) {
 		fprintf(stderr, "bench: %s: %s\n", path, sx_strerror(error));
 		exit(1);

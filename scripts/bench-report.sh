@@ -79,6 +79,7 @@ for m in exchange commit atomic floor rename; do need update $m xfs 1 ops_s "$ru
 for t in $threads; do
 	need threads swapext "$rootfs" "$t" ops_s "$runs"
 	need threads swapext-atomic "$rootfs" "$t" ops_s "$runs"
+	need threads swapext-atomic-direct "$rootfs" "$t" ops_s "$runs"
 	need threads floor "$rootfs" "$t" ops_s "$runs"
 done
 for n in $ns; do
@@ -230,19 +231,23 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 	echo
 	echo "## T threads, each updating its own file"
 	echo
-	echo "| T | sx_update updates/s | vs T = 1 | flushes/update | sx_atomic_write/s | vs T = 1 | flushes/write | pwrite + fdatasync/s ($rootfs) | vs T = 1 | its device flushes/write | sx_atomic_write vs it |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	echo "| T | sx_update updates/s | vs T = 1 | flushes/update | sx_atomic_write/s | vs T = 1 | flushes/write | the same, O_DIRECT image, forces overlapping/s | vs T = 1 | flushes/write | pwrite + fdatasync/s ($rootfs) | vs T = 1 | its device flushes/write | sx_atomic_write vs it |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	s1=$(med threads swapext "$rootfs" 1 ops_s)
 	a1=$(med threads swapext-atomic "$rootfs" 1 ops_s)
+	d1=$(med threads swapext-atomic-direct "$rootfs" 1 ops_s)
 	f1=$(med threads floor "$rootfs" 1 ops_s)
 	for t in $threads; do
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
 			"$(fig threads swapext "$rootfs" "$t" ops_s '%.0f')" \
 			"$(ratio "$(med threads swapext "$rootfs" "$t" ops_s)" "$s1")" \
 			"$(one threads swapext "$rootfs" "$t" flushes_op '%.2f')" \
 			"$(fig threads swapext-atomic "$rootfs" "$t" ops_s '%.0f')" \
 			"$(ratio "$(med threads swapext-atomic "$rootfs" "$t" ops_s)" "$a1")" \
 			"$(one threads swapext-atomic "$rootfs" "$t" flushes_op '%.2f')" \
+			"$(fig threads swapext-atomic-direct "$rootfs" "$t" ops_s '%.0f')" \
+			"$(ratio "$(med threads swapext-atomic-direct "$rootfs" "$t" ops_s)" "$d1")" \
+			"$(one threads swapext-atomic-direct "$rootfs" "$t" flushes_op '%.2f')" \
 			"$(fig threads floor "$rootfs" "$t" ops_s '%.0f')" \
 			"$(ratio "$(med threads floor "$rootfs" "$t" ops_s)" "$f1")" \
 			"$(one threads floor "$rootfs" "$t" flushes_op '%.2f')" \
@@ -250,9 +255,10 @@ aw_ops=$(med update swapext-atomic "$rootfs" 1 ops_s)
 				 "$(med threads floor "$rootfs" "$t" ops_s)")"
 	done
 	echo
-	printf 'Target: T = 8 at least 4x T = 1: sx_update %s; sx_atomic_write %s.\n' \
+	printf 'Target: T = 8 at least 4x T = 1: sx_update %s; sx_atomic_write %s; on the O_DIRECT image with forces overlapping %s.\n' \
 		"$(verdict "$(med threads swapext "$rootfs" 8 ops_s)" "$s1" 4)" \
-		"$(verdict "$(med threads swapext-atomic "$rootfs" 8 ops_s)" "$a1" 4)"
+		"$(verdict "$(med threads swapext-atomic "$rootfs" 8 ops_s)" "$a1" 4)" \
+		"$(verdict "$(med threads swapext-atomic-direct "$rootfs" 8 ops_s)" "$d1" 4)"
 	if [ -s "$skips" ]; then
 		echo
 		echo "## Skipped"
@@ -275,6 +281,7 @@ if command -v gnuplot > /dev/null 2>&1; then
 	dat recover swapext memory secs > "$out/recover.dat"
 	dat threads swapext "$rootfs" ops_s > "$out/threads-swapext.dat"
 	dat threads swapext-atomic "$rootfs" ops_s > "$out/threads-atomic.dat"
+	dat threads swapext-atomic-direct "$rootfs" ops_s > "$out/threads-direct.dat"
 	dat threads floor "$rootfs" ops_s > "$out/threads-floor.dat"
 	plot_swap="'$out/swap-swapext.dat' using 1:2:3:4 with yerrorlines title 'swapext (image file)'"
 	[ -s "$out/swap-xfs.dat" ] &&
@@ -305,6 +312,7 @@ if command -v gnuplot > /dev/null 2>&1; then
 	set output '$out/threads.png'
 	plot '$out/threads-swapext.dat' using 1:2:3:4 with yerrorlines title 'swapext sx_update', \
 	     '$out/threads-atomic.dat' using 1:2:3:4 with yerrorlines title 'swapext sx_atomic_write', \
+	     '$out/threads-direct.dat' using 1:2:3:4 with yerrorlines title 'the same, O_DIRECT image, forces overlapping', \
 	     '$out/threads-floor.dat' using 1:2:3:4 with yerrorlines title 'pwrite + fdatasync ($rootfs)'
 	EOF
 	echo "bench: plots in $out/{swap,recover,threads}.png"

@@ -22,7 +22,9 @@
 #            COMMIT_RANGE(DSYNC), pwritev2(RWF_ATOMIC|RWF_DSYNC) O_DIRECT,
 #            and the same two non-XFS methods again
 #   threads  T = BENCH_THREADS threads each updating its own file: swapext
-#            and the fdatasync floor of the image's filesystem
+#            (sx_update; sx_atomic_write; sx_atomic_write on the image opened
+#            O_DIRECT and mounted with SX_MOUNT_OVERLAP_FORCES) and the
+#            fdatasync floor of the image's filesystem
 #   swap     atomic swap of two files of N single-block extents (1 KiB
 #            blocks), durable: swapext (bench_swap, image file) vs XFS
 #            exchange-range (xfs_exchange, 1 KiB blocks, remounted cold
@@ -235,9 +237,11 @@ for r in $(seq "$runs"); do
 		if [ $((r % 2)) = 1 ]; then
 			run_one threads swapext "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t"
 			run_one threads swapext-atomic "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic
+			run_one threads swapext-atomic-direct "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic-direct
 			run_one threads floor "$rootfs" "$t" "$r" "$bin/xfs_update" floor "$work/plain" "$ops" "$t"
 		else
 			run_one threads floor "$rootfs" "$t" "$r" "$bin/xfs_update" floor "$work/plain" "$ops" "$t"
+			run_one threads swapext-atomic-direct "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic-direct
 			run_one threads swapext-atomic "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t" atomic
 			run_one threads swapext "$rootfs" "$t" "$r" "$bin/bench_update" "$work/update.img" "$ops" "$t"
 		fi
