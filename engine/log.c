@@ -970,12 +970,18 @@ static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list groups, *pos;
-	bool preflush = false, fence, mf_left, fly;
+	bool preflush = false, flying = false, fence, mf_left, fly;
 	u64 seq;
 	int error = 0;
 
 	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	sx_log_flights_wait(log, may_fly ? log->l_flights_max - 1 : 0);
+	if (log->l_flights_max > 1) {
+		/* none starts while this force holds the force lock */
+		sx_mutex_lock(&log->l_wait_lock);
+		flying = log->l_flights > 0;
+		sx_mutex_unlock(&log->l_wait_lock);
+	}
 	sx_list_init(&groups);
 	/* the queue and the blocks its transactions wrote, together */
 	sx_rwsem_down_write(&log->l_mf_sem);
@@ -986,7 +992,7 @@ static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 	sx_mutex_unlock(&log->l_lock);
 	fence = log->l_fence_wanted;
 	if (!sx_list_empty(&groups))
-		preflush = sx_log_mf_take(log);
+		preflush = sx_log_mf_take(log, flying);
 	sx_rwsem_up_write(&log->l_mf_sem);
 	if (log->l_flights_max > 1) {
 		sx_mutex_lock(&log->l_wait_lock);

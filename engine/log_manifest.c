@@ -189,9 +189,12 @@ void sx_log_mf_destroy(struct sx_log *log)
 /*
  * A force took the queue (l_mf_sem held exclusive): make the pending set
  * its manifest.  Returns true if the force must flush data before its
- * records instead (then it has no manifest).
+ * records instead (then it has no manifest).  @flying: a force in flight
+ * may not have flushed yet; it cleared l_data_inplace as its flush began,
+ * and the data written in place before that is durable only once it
+ * returns, so a remap waits for it as it waits for a flush of its own.
  */
-bool sx_log_mf_take(struct sx_log *log)
+bool sx_log_mf_take(struct sx_log *log, bool flying)
 {
 	struct sx_mfset t;
 	bool preflush;
@@ -199,7 +202,7 @@ bool sx_log_mf_take(struct sx_log *log)
 	ASSERT(sx_rwsem_is_write_held(&log->l_mf_sem));
 	ASSERT(log->l_mf_flight.ms_n == 0);
 	preflush = sx_atomic_cmpxchg(&log->l_remap, 1, 0) == 1 &&
-		   sx_atomic_read(&log->l_data_inplace);
+		   (flying || sx_atomic_read(&log->l_data_inplace));
 	preflush |= log->l_mf_overflow;
 	log->l_mf_overflow = false;
 	if (preflush) {

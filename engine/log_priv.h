@@ -236,7 +236,7 @@ void sx_mfset_free(struct sx_mfset *ms);
 void sx_mfset_format(const struct sx_mfset *ms, struct sx_dlog_mfent *ents);
 int sx_log_mf_init(struct sx_log *log);
 void sx_log_mf_destroy(struct sx_log *log);
-bool sx_log_mf_take(struct sx_log *log);
+bool sx_log_mf_take(struct sx_log *log, bool flying);
 void sx_log_mf_forced(struct sx_log *log, bool wrote);
 int sx_log_fence(struct sx_mount *mp);
 
