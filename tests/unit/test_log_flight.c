@@ -190,19 +190,61 @@ static void start_b(void *arg)
 	s->b_waited = !aw_done(s->b);
 }
 
+/* Two files on a crash device behind a shim, mounted with forces in flight. */
+struct pair {
+	struct sx_bdev	*mem, *cbd;
+	struct sx_crashdev *cd;
+	struct sxt_shim	sh;
+	struct sx_mount	*mp;
+	struct aw	w[2];
+	struct second	s;
+};
+
+static void pair_setup(struct pair *p)
+{
+	p->mem = atomic_memfs();
+	assert_int_equal(sx_crashdev_create(p->mem, 1, &p->cbd, &p->cd), 0);
+	sxt_shim_init(&p->sh, p->cbd);
+	p->mp = mount_overlap(&p->sh.sh_bdev);
+	two_files(p->mp, p->w);
+	p->s.sh = &p->sh;
+	p->s.cd = p->cd;
+	p->s.b = &p->w[1];
+}
+
 /* Run A's atomic write with start_b() armed inside its flush; join both. */
-static void run_a_then_b(struct sxt_shim *sh, struct second *s, struct aw w[2])
+static void pair_run(struct pair *p)
 {
 	pthread_t ta;
 
-	s->sh = sh;
-	s->b = &w[1];
-	s->f0 = sxt_shim_count(&sh->sh_flushes);
-	sxt_shim_hook_flush(sh, start_b, s);
-	assert_int_equal(pthread_create(&ta, NULL, aw_run, &w[0]), 0);
+	p->s.f0 = sxt_shim_count(&p->sh.sh_flushes);
+	sxt_shim_hook_flush(&p->sh, start_b, &p->s);
+	assert_int_equal(pthread_create(&ta, NULL, aw_run, &p->w[0]), 0);
 	assert_int_equal(pthread_join(ta, NULL), 0);
-	assert_true(s->started);
-	assert_int_equal(pthread_join(s->th, NULL), 0);
+	assert_true(p->s.started);
+	assert_int_equal(pthread_join(p->s.th, NULL), 0);
+}
+
+/*
+ * Unmount (shut down: the power may be gone), recover on the device
+ * below, and check that block 0 of a holds one of @a and of b one of @b;
+ * the checker is clean.
+ */
+static void pair_finish(struct pair *p, const int a[2], const int b[2])
+{
+	int got;
+
+	sx_shutdown(p->mp);
+	sx_unmount(p->mp);
+	p->mp = sxt_mount(p->mem);
+	got = block_byte(p->mp, "a");
+	assert_true(got == a[0] || got == a[1]);
+	got = block_byte(p->mp, "b");
+	assert_true(got == b[0] || got == b[1]);
+	assert_int_equal(sx_unmount(p->mp), 0);
+	check_clean(p->mem);
+	sx_bdev_destroy(p->cbd);
+	sx_bdev_destroy(p->mem);
 }
 
 /*
@@ -212,38 +254,22 @@ static void run_a_then_b(struct sxt_shim *sh, struct second *s, struct aw w[2])
  */
 static void test_flight_overlaps_in_order(void **state)
 {
-	struct sx_bdev *mem = atomic_memfs(), *cbd;
+	static const int a[2] = { 0x20, 0x20 }, b[2] = { 0x21, 0x21 };
 	struct sx_log_stats s0, s1;
-	struct second s = { 0 };
-	struct sx_crashdev *cd;
-	struct sxt_shim sh;
-	struct sx_mount *mp;
-	struct aw w[2];
+	struct pair p = { 0 };
 
-	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
-	sxt_shim_init(&sh, cbd);
-	mp = mount_overlap(&sh.sh_bdev);
-	two_files(mp, w);
-	sx_log_get_stats(mp, &s0);
-	run_a_then_b(&sh, &s, w);
-	assert_true(s.b_flushed);
-	assert_true(s.b_waited);
-	assert_int_equal(w[0].error, 0);
-	assert_int_equal(w[1].error, 0);
-	sx_log_get_stats(mp, &s1);
+	pair_setup(&p);
+	sx_log_get_stats(p.mp, &s0);
+	pair_run(&p);
+	assert_true(p.s.b_flushed);
+	assert_true(p.s.b_waited);
+	assert_int_equal(p.w[0].error, 0);
+	assert_int_equal(p.w[1].error, 0);
+	sx_log_get_stats(p.mp, &s1);
 	assert_int_equal(s1.ls_flights - s0.ls_flights, 2);
-	assert_int_equal(sxt_shim_count(&sh.sh_flushes) - s.f0, 2);
-
-	sx_crashdev_cut_now(cd, SX_CRASH_DROP);
-	sx_shutdown(mp);
-	sx_unmount(mp);
-	mp = sxt_mount(mem);
-	assert_int_equal(block_byte(mp, "a"), 0x20);
-	assert_int_equal(block_byte(mp, "b"), 0x21);
-	assert_int_equal(sx_unmount(mp), 0);
-	check_clean(mem);
-	sx_bdev_destroy(cbd);
-	sx_bdev_destroy(mem);
+	assert_int_equal(sxt_shim_count(&p.sh.sh_flushes) - p.s.f0, 2);
+	sx_crashdev_cut_now(p.cd, SX_CRASH_DROP);
+	pair_finish(&p, a, b);
 }
 
 /*
@@ -254,36 +280,19 @@ static void test_flight_overlaps_in_order(void **state)
  */
 static void test_flight_fails_after_failed(void **state)
 {
-	struct sx_bdev *mem = atomic_memfs(), *cbd;
-	struct second s = { 0 };
-	struct sx_crashdev *cd;
-	struct sxt_shim sh;
-	struct sx_mount *mp;
-	struct aw w[2];
-	int a, b;
+	static const int a[2] = { 0x10, 0x20 }, b[2] = { 0x11, 0x21 };
+	struct pair p = { 0 };
 
-	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
-	sxt_shim_init(&sh, cbd);
-	mp = mount_overlap(&sh.sh_bdev);
-	two_files(mp, w);
-	sx_crashdev_fail(cd, SX_IO_FLUSH, 1, false, -EIO);
-	run_a_then_b(&sh, &s, w);
-	assert_true(s.b_flushed);
-	assert_true(s.b_waited);
-	assert_int_equal(w[0].error, -EIO);
-	assert_int_equal(w[1].error, -EIO);
-	assert_true(sx_is_shutdown(mp));
-	sx_unmount(mp);
-
-	mp = sxt_mount(mem);
-	a = block_byte(mp, "a");
-	b = block_byte(mp, "b");
-	assert_true(a == 0x10 || a == 0x20);
-	assert_true(b == 0x11 || b == 0x21);
-	assert_int_equal(sx_unmount(mp), 0);
-	check_clean(mem);
-	sx_bdev_destroy(cbd);
-	sx_bdev_destroy(mem);
+	pair_setup(&p);
+	sx_crashdev_fail(p.cd, SX_IO_FLUSH, 1, false, -EIO);
+	pair_run(&p);
+	assert_true(p.s.b_flushed);
+	assert_true(p.s.b_waited);
+	assert_int_equal(p.w[0].error, -EIO);
+	assert_int_equal(p.w[1].error, -EIO);
+	assert_true(sx_is_shutdown(p.mp));
+	sx_crashdev_clear_faults(p.cd);
+	pair_finish(&p, a, b);
 }
 
 /*
@@ -294,31 +303,16 @@ static void test_flight_fails_after_failed(void **state)
  */
 static void test_flight_cut_between(void **state)
 {
-	struct sx_bdev *mem = atomic_memfs(), *cbd;
-	struct second s = { .cut = true };
-	struct sx_crashdev *cd;
-	struct sxt_shim sh;
-	struct sx_mount *mp;
-	struct aw w[2];
+	static const int a[2] = { 0x20, 0x20 }, b[2] = { 0x11, 0x11 };
+	struct pair p = { 0 };
 
-	assert_int_equal(sx_crashdev_create(mem, 1, &cbd, &cd), 0);
-	sxt_shim_init(&sh, cbd);
-	mp = mount_overlap(&sh.sh_bdev);
-	two_files(mp, w);
-	s.cd = cd;
-	run_a_then_b(&sh, &s, w);
-	assert_true(s.b_done);		/* B did not wait for A to fail */
-	assert_int_equal(w[1].error, -EIO);
-	assert_int_equal(w[0].error, -EIO);
-	sx_unmount(mp);
-
-	mp = sxt_mount(mem);
-	assert_int_equal(block_byte(mp, "a"), 0x20);
-	assert_int_equal(block_byte(mp, "b"), 0x11);
-	assert_int_equal(sx_unmount(mp), 0);
-	check_clean(mem);
-	sx_bdev_destroy(cbd);
-	sx_bdev_destroy(mem);
+	pair_setup(&p);
+	p.s.cut = true;
+	pair_run(&p);
+	assert_true(p.s.b_done);	/* B did not wait for A to fail */
+	assert_int_equal(p.w[1].error, -EIO);
+	assert_int_equal(p.w[0].error, -EIO);
+	pair_finish(&p, a, b);
 }
 
 /*
