@@ -15,10 +15,13 @@
  * of four images that a power cut left with unfinished intents (a swap's
  * SXI chain, an update's commit with its nameless clone, a punch of
  * shared blocks with its refcount and free intents, a clone's map and
- * refcount intents), so that the fault strikes recovery too.  Each normal
- * workload is a list of steps from mount to unmount, each step one call
- * with a model of the files (a, b, c: existence, size, every block's
- * tag) after it; a recovery workload is its mount and unmount.
+ * refcount intents), so that the fault strikes recovery too; and the two
+ * swaps again mounted with SX_MOUNT_OVERLAP_FORCES, where their log forces
+ * fly (engine/log.c), so that it strikes a flight's flush and completion.
+ * Each normal workload is a list of steps from mount to unmount, each
+ * step one call with a model of the files (a, b, c: existence, size,
+ * every block's tag) after it; a recovery workload is its mount and
+ * unmount.
  *
  * Every run of a point is checked:
  *  - a step that fails leaves the files as the step before left them; a
@@ -122,6 +125,7 @@ struct fl_wl {
 	struct sx_bdev	*img;		/* the image it starts from */
 	const struct fl_step *steps;
 	int		nsteps;
+	u32		mflags;		/* SX_MOUNT_* of its runs */
 	struct fl_state	st[MAXSTEPS + 1];	/* st[0] the image, st[i + 1] after step i */
 	struct fl_state	*part[MAXSTEPS];	/* what an FL_PARTIAL step may leave */
 	u32		npart[MAXSTEPS];
@@ -854,7 +858,7 @@ static bool point(struct fl_wl *wl, enum fl_kind kind, u64 n, bool forever)
 	sx_alloc_get_stats(&a0);
 
 	fault_start(&ft);
-	error = sx_mount(cbd, NULL, &r.mp);
+	error = sx_mount(cbd, &(struct sx_mount_opts){ .mo_flags = wl->mflags }, &r.mp);
 	if (error) {
 		r.mp = NULL;
 		failed = -2;
@@ -974,7 +978,7 @@ static void wl_count(struct fl_wl *wl)
 		r.fd[f] = -1;
 	VERIFY(sx_crashdev_create(img, 1, &cbd, &cd) == 0);
 	sx_alloc_get_stats(&a0);
-	VERIFY(sx_mount(cbd, NULL, &r.mp) == 0);
+	VERIFY(sx_mount(cbd, &(struct sx_mount_opts){ .mo_flags = wl->mflags }, &r.mp) == 0);
 	VERIFY(run_steps(wl, &r, wl->name, &failed, &durable) == 0);
 	end_steps(&r);
 	VERIFY(sx_unmount(r.mp) == 0);
@@ -1168,6 +1172,15 @@ int main(void)
 		{ "recover-update" },
 		{ "recover-punch" },
 		{ "recover-clone" },
+		/*
+		 * The two swaps again with forces in flight: each of their
+		 * forces flies (the clone's and the update's carry manifests
+		 * or remaps and never do), so a fault strikes a flight's
+		 * flush, its completion and the allocations around it.
+		 */
+		{ "swap-overlap", NULL, swap_steps, ARRAY_SIZE(swap_steps), SX_MOUNT_OVERLAP_FORCES },
+		{ "nonatomic-overlap", NULL, nonatomic_steps, ARRAY_SIZE(nonatomic_steps),
+		  SX_MOUNT_OVERLAP_FORCES },
 	};
 	/* which workload each recovery workload cuts, and in which step */
 	static const struct { int wl, from, step; } rec[] = {
