@@ -11,9 +11,10 @@
 # failed among them).  This runs them on new ones: fsx (100,000 operations a
 # seed, SX_FSX_OPS to change), the seeded crash tests (crash_clone,
 # crash_data, crash_journal, crash_names; every write of the workload cut in
-# each mode) and the random unit tests (test_bmap, test_btree), in turn, each
-# with a seed from /dev/urandom that is printed before it runs.  A run that
-# fails (exit status, or over SOAK_RUN_TIMEOUT seconds, default 900) keeps
+# each mode), the random unit tests (test_bmap, test_btree) and the thread
+# stress (threads: its three phases, forces in flight among them), in turn,
+# each with a seed from /dev/urandom that is printed before it runs.  A run
+# that fails (exit status, or over SOAK_RUN_TIMEOUT seconds, default 900) keeps
 # its log in BUILD_DIR/soak/, fsx its image there too (SX_FSX_SAVE), and
 # the seed goes to BUILD_DIR/soak/failed with the command that replays it
 # (that file keeps the failures of every soak until it is removed).
@@ -38,6 +39,7 @@ progs=(
 	tests/crash/crash_names
 	tests/unit/test_bmap
 	tests/unit/test_btree
+	tests/stress/threads
 )
 for p in "${progs[@]}"; do
 	if [ ! -x "$build/$p" ]; then
