@@ -976,12 +976,6 @@ static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 
 	ASSERT(sx_mutex_is_held(&log->l_force_lock));
 	sx_log_flights_wait(log, may_fly ? log->l_flights_max - 1 : 0);
-	if (log->l_flights_max > 1) {
-		/* none starts while this force holds the force lock */
-		sx_mutex_lock(&log->l_wait_lock);
-		flying = log->l_flights > 0;
-		sx_mutex_unlock(&log->l_wait_lock);
-	}
 	sx_list_init(&groups);
 	/* the queue and the blocks its transactions wrote, together */
 	sx_rwsem_down_write(&log->l_mf_sem);
@@ -990,15 +984,17 @@ static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 	seq = log->l_commit_seq;
 	log->l_forces_active++;
 	sx_mutex_unlock(&log->l_lock);
+	if (log->l_flights_max > 1) {
+		/* none starts while this force holds the force lock */
+		sx_mutex_lock(&log->l_wait_lock);
+		log->l_taken_seq = seq;
+		flying = log->l_flights > 0;
+		sx_mutex_unlock(&log->l_wait_lock);
+	}
 	fence = log->l_fence_wanted;
 	if (!sx_list_empty(&groups))
 		preflush = sx_log_mf_take(log, flying);
 	sx_rwsem_up_write(&log->l_mf_sem);
-	if (log->l_flights_max > 1) {
-		sx_mutex_lock(&log->l_wait_lock);
-		log->l_taken_seq = seq;
-		sx_mutex_unlock(&log->l_wait_lock);
-	}
 	fly = !sx_list_empty(&groups) && may_fly && sx_log_may_fly(log, preflush, fence);
 	if (!fly)
 		sx_log_flights_wait(log, 0);
