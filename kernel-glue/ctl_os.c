@@ -27,6 +27,7 @@
 #include "mount.h"
 #include "trans.h"
 #include "alloc.h"
+#include "log.h"
 #include "sx_api.h"
 
 /* The ABI's encoding is the kernel's. */
@@ -119,7 +120,7 @@ static long sx_kctl_attach(void __user *uarg)
 		return PTR_ERR(ka);
 	error = -EINVAL;
 	if ((ka->ka_flags & ~(SX_KCTL_ATTACH_RDONLY | SX_KCTL_ATTACH_NORECOVERY |
-			      SX_KCTL_ATTACH_LOG_EACH)) ||
+			      SX_KCTL_ATTACH_LOG_EACH | SX_KCTL_ATTACH_OVERLAP)) ||
 	    strnlen(ka->ka_path, sizeof(ka->ka_path)) >= sizeof(ka->ka_path))
 		goto out_free;
 	ki = kzalloc(sizeof(*ki), GFP_KERNEL);
@@ -138,6 +139,8 @@ static long sx_kctl_attach(void __user *uarg)
 		mo.mo_flags |= SX_MOUNT_NORECOVERY;
 	if (ka->ka_flags & SX_KCTL_ATTACH_LOG_EACH)
 		mo.mo_flags |= SX_MOUNT_LOG_EACH;
+	if (ka->ka_flags & SX_KCTL_ATTACH_OVERLAP)
+		mo.mo_flags |= SX_MOUNT_OVERLAP_FORCES;
 	mo.mo_name = ki->ki_path;
 	error = sx_mount(bd, &mo, &ki->ki_mp);
 	if (error)
@@ -492,6 +495,116 @@ static long sx_kctl_rw(unsigned int cmd, void __user *uarg)
 	return error;
 }
 
+/*
+ * The ranges of an AWRITE in kernel memory: @iov (@n of them) point into
+ * one buffer of every range's bytes, *@bufp.
+ */
+static long sx_kctl_awrite_copy(const struct sx_kctl_awrite *ka, struct sx_atomic_iov *iov,
+				u8 **bufp)
+{
+	struct sx_kctl_aiov *uiov;
+	u64 total = 0, done = 0;
+	long error = 0;
+	u32 i;
+	u8 *buf;
+
+	uiov = memdup_user(u64_to_user_ptr(ka->ka_iov), (size_t)ka->ka_n * sizeof(*uiov));
+	if (IS_ERR(uiov))
+		return PTR_ERR(uiov);
+	for (i = 0; i < ka->ka_n; i++) {
+		if (uiov[i].ai_pad) {
+			error = -EINVAL;
+			goto out;
+		}
+		if (uiov[i].ai_len > SX_KCTL_AWRITE_MAX - total) {
+			error = -E2BIG;
+			goto out;
+		}
+		total += uiov[i].ai_len;
+	}
+	buf = kvmalloc(total ? total : 1, GFP_KERNEL);
+	if (!buf) {
+		error = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ka->ka_n; i++) {
+		if (copy_from_user(buf + done, u64_to_user_ptr(uiov[i].ai_buf), uiov[i].ai_len)) {
+			kvfree(buf);
+			error = -EFAULT;
+			goto out;
+		}
+		iov[i].ai_fd = uiov[i].ai_fd;
+		iov[i].ai_pad = 0;
+		iov[i].ai_buf = buf + done;
+		iov[i].ai_len = uiov[i].ai_len;
+		iov[i].ai_off = uiov[i].ai_off;
+		done += uiov[i].ai_len;
+	}
+	*bufp = buf;
+out:
+	kfree(uiov);
+	return error;
+}
+
+/* AWRITE: an atomic write of one or several ranges (the engine checks the rest). */
+static long sx_kctl_awrite(void __user *uarg)
+{
+	struct sx_kctl_awrite ka;
+	struct sx_atomic_iov *iov;
+	struct sx_kinst *ki;
+	u8 *buf = NULL;
+	long error;
+
+	if (copy_from_user(&ka, uarg, sizeof(ka)))
+		return -EFAULT;
+	if (ka.ka_pad || !ka.ka_n || ka.ka_n > SX_ATOMIC_IOV_MAX ||
+	    (ka.ka_flags & ~SX_ATOMIC_ALL_FLAGS))
+		return -EINVAL;
+	iov = kcalloc(ka.ka_n, sizeof(*iov), GFP_KERNEL);
+	if (!iov)
+		return -ENOMEM;
+	error = sx_kctl_awrite_copy(&ka, iov, &buf);
+	if (error)
+		goto out;
+	ki = sx_kinst_get(ka.ka_id);
+	if (!ki) {
+		error = -ENOENT;
+		goto out;
+	}
+	error = sx_atomic_writev(ki->ki_mp, iov, ka.ka_n, ka.ka_flags);
+	sx_kinst_put(ki);
+out:
+	kvfree(buf);
+	kfree(iov);
+	return error;
+}
+
+/* LOGSTATS. */
+static long sx_kctl_logstats(void __user *uarg)
+{
+	struct sx_kctl_logstats kl;
+	struct sx_log_stats st;
+	struct sx_kinst *ki;
+
+	if (copy_from_user(&kl, uarg, sizeof(kl)))
+		return -EFAULT;
+	if (kl.kl_pad)
+		return -EINVAL;
+	ki = sx_kinst_get(kl.kl_id);
+	if (!ki)
+		return -ENOENT;
+	sx_log_get_stats(ki->ki_mp, &st);
+	sx_kinst_put(ki);
+	kl.kl_trans = st.ls_trans;
+	kl.kl_forces = st.ls_forces;
+	kl.kl_flights = st.ls_flights;
+	kl.kl_records = st.ls_records;
+	kl.kl_bytes = st.ls_bytes;
+	kl.kl_waits = st.ls_waits;
+	kl.kl_checkpoints = st.ls_checkpoints;
+	return copy_to_user(uarg, &kl, sizeof(kl)) ? -EFAULT : 0;
+}
+
 /* CLONE. */
 static long sx_kctl_clone(void __user *uarg)
 {
@@ -624,6 +737,7 @@ static u32 sx_kctl_features(void)
 	f |= SX_KCTL_FEAT_CLONE;
 	f |= SX_KCTL_FEAT_SWAPRANGE;
 	f |= SX_KCTL_FEAT_SWAPEXT;
+	f |= SX_KCTL_FEAT_ATOMIC;
 #ifdef SX_FAULT_INJECTION
 	f |= SX_KCTL_FEAT_FAULTS;
 #endif
@@ -691,6 +805,10 @@ static long sx_kctl_ioctl(struct file *file, unsigned int cmd, unsigned long arg
 		return sx_kctl_swapext(file, uarg);
 	case SX_KCTL_BULKSTAT:
 		return sx_kctl_bulkstat(uarg);
+	case SX_KCTL_AWRITE:
+		return sx_kctl_awrite(uarg);
+	case SX_KCTL_LOGSTATS:
+		return sx_kctl_logstats(uarg);
 	}
 	return -ENOTTY;
 }

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <libkmod.h>
-#include "tool.h"
+#include "kmod.h"
 #include <swapext/kctl.h>
 
 /* The tool and the module agree on the encoding (kctl.h spells it out). */
@@ -27,7 +27,7 @@ static const char kmod_usage[] =
 	"usage: swapext kmod load [MODULE.ko] [PARAM=VALUE...]   (default $SWAPEXT_KO or " KMOD_DEFAULT_PATH ")\n"
 	"       swapext kmod unload [NAME]                (default swapext)\n"
 	"       swapext kmod version | selftest\n"
-	"       swapext kmod attach [-r] [-n] [-e] DEVICE (prints the instance id)\n"
+	"       swapext kmod attach [-r] [-n] [-e] [-o] DEVICE (prints the instance id)\n"
 	"       swapext kmod detach|shutdown|sync|checkpoint|info ID\n"
 	"       swapext kmod alloc [-s] ID MINLEN MAXLEN [HINT]   (prints BNO LEN)\n"
 	"       swapext kmod free [-s] ID BNO LEN\n"
@@ -36,12 +36,14 @@ static const char kmod_usage[] =
 	"       swapext kmod fault NAME NTH ERRNO [forever] | fault-clear\n"
 	"       swapext kmod create|open ID NAME | close|fsync ID FD\n"
 	"       swapext kmod pwrite ID FD OFF TEXT | pread ID FD OFF LEN\n"
+	"       swapext kmod awrite [-n] ID FD OFF TEXT [FD OFF TEXT]...   (one atomic write)\n"
+	"       swapext kmod logstats ID\n"
+	"       swapext kmod writers [-o] [-s N] [-b BLOCKS] DEVICE THREADS COUNT\n"
 	"       swapext kmod clone ID DST_FD SRC_FD\n"
 	"       swapext kmod swaprange ID FILE2_FD FILE1_FD OFF1 OFF2 LEN [FLAGS]\n"
 	"       swapext kmod swapext [-s] ID TARGET_FD TMP_FD LEN   (-s: a stale record)\n";
 
-/* Parse an unsigned number (any base strtoull takes); false if it is not one. */
-static bool kmod_num(const char *s, u64 *v)
+bool kmod_num(const char *s, u64 *v)
 {
 	char *end;
 
@@ -52,8 +54,7 @@ static bool kmod_num(const char *s, u64 *v)
 	return !errno && !*end;
 }
 
-/* Open the control device; prints why it cannot. */
-static int kmod_ctl_open(void)
+int kmod_ctl_open(void)
 {
 	int fd = open(SX_KCTL_PATH, O_RDWR | O_CLOEXEC);
 
@@ -62,8 +63,7 @@ static int kmod_ctl_open(void)
 	return fd;
 }
 
-/* Issue one ioctl on a fresh control file; 0 or -errno (printed as @what). */
-static int kmod_ioctl(unsigned long cmd, void *arg, const char *what)
+int kmod_ioctl(unsigned long cmd, void *arg, const char *what)
 {
 	int fd = kmod_ctl_open(), ret;
 
@@ -137,7 +137,7 @@ static int kmod_unload(int argc, char **argv)
 	return 0;
 }
 
-/* attach [-r] [-n] [-e] DEVICE; -e: a log record per transaction */
+/* attach [-r] [-n] [-e] [-o] DEVICE; -e: a log record per transaction, -o: forces in flight */
 static int kmod_attach(int argc, char **argv)
 {
 	struct sx_kctl_attach ka;
@@ -151,6 +151,8 @@ static int kmod_attach(int argc, char **argv)
 			ka.ka_flags |= SX_KCTL_ATTACH_NORECOVERY;
 		else if (!strcmp(argv[i], "-e"))
 			ka.ka_flags |= SX_KCTL_ATTACH_LOG_EACH;
+		else if (!strcmp(argv[i], "-o"))
+			ka.ka_flags |= SX_KCTL_ATTACH_OVERLAP;
 		else
 			return tool_fail("attach: unknown option %s", argv[i]);
 	}
@@ -396,6 +398,67 @@ static int kmod_rw(const char *cmd, int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
+/*
+ * awrite [-n] ID FD OFF TEXT [FD OFF TEXT]...: the ranges as one atomic
+ * write (sx_atomic_writev()), durable on return unless -n; prints the bytes
+ */
+static int kmod_awrite(int argc, char **argv)
+{
+	struct sx_kctl_aiov iov[SX_ATOMIC_IOV_MAX];
+	struct sx_kctl_awrite ka;
+	u64 id, fd, off, total = 0;
+	int i, n = 0;
+
+	memset(&ka, 0, sizeof(ka));
+	if (argc > 0 && !strcmp(argv[0], "-n")) {
+		ka.ka_flags |= SX_ATOMIC_NOSYNC;
+		argc--;
+		argv++;
+	}
+	if (argc < 4 || (argc - 1) % 3 || (argc - 1) / 3 > SX_ATOMIC_IOV_MAX ||
+	    !kmod_num(argv[0], &id))
+		return tool_fail("awrite: ID and FD OFF TEXT triples expected (at most %d)",
+				 SX_ATOMIC_IOV_MAX);
+	memset(iov, 0, sizeof(iov));
+	for (i = 1; i < argc; i += 3, n++) {
+		if (!kmod_num(argv[i], &fd) || fd > INT32_MAX || !kmod_num(argv[i + 1], &off))
+			return tool_fail("awrite: bad FD or OFF in range %d", n + 1);
+		iov[n].ai_fd = (s32)fd;
+		iov[n].ai_buf = (u64)(uintptr_t)argv[i + 2];
+		iov[n].ai_len = strlen(argv[i + 2]);
+		iov[n].ai_off = off;
+		total += iov[n].ai_len;
+	}
+	ka.ka_id = (u32)id;
+	ka.ka_n = (u32)n;
+	ka.ka_iov = (u64)(uintptr_t)iov;
+	if (kmod_ioctl(SX_KCTL_AWRITE, &ka, "awrite"))
+		return 1;
+	printf("%llu\n", (unsigned long long)total);
+	return 0;
+}
+
+/* logstats ID: what the instance's log did since it was attached */
+static int kmod_logstats(int argc, char **argv)
+{
+	struct sx_kctl_logstats kl;
+	u64 id;
+
+	if (argc != 1 || !kmod_num(argv[0], &id))
+		return tool_fail("logstats: one ID expected");
+	memset(&kl, 0, sizeof(kl));
+	kl.kl_id = (u32)id;
+	if (kmod_ioctl(SX_KCTL_LOGSTATS, &kl, "logstats"))
+		return 1;
+	printf("transactions %llu\nforces %llu\nflights %llu\nrecords %llu\nbytes %llu\n"
+	       "waits %llu\ncheckpoints %llu\n",
+	       (unsigned long long)kl.kl_trans, (unsigned long long)kl.kl_forces,
+	       (unsigned long long)kl.kl_flights, (unsigned long long)kl.kl_records,
+	       (unsigned long long)kl.kl_bytes, (unsigned long long)kl.kl_waits,
+	       (unsigned long long)kl.kl_checkpoints);
+	return 0;
+}
+
 /* clone ID DST SRC */
 static int kmod_clone(int argc, char **argv)
 {
@@ -513,12 +576,13 @@ int cmd_kmod(int argc, char **argv)
 		memset(&kv, 0, sizeof(kv));
 		if (kmod_ioctl(SX_KCTL_VERSION, &kv, "version"))
 			return 1;
-		printf("abi %u features 0x%x%s%s%s%s%s instances %u\n", kv.kv_abi, kv.kv_features,
+		printf("abi %u features 0x%x%s%s%s%s%s%s instances %u\n", kv.kv_abi, kv.kv_features,
 		       kv.kv_features & SX_KCTL_FEAT_FILES ? " files" : "",
 		       kv.kv_features & SX_KCTL_FEAT_CLONE ? " clone" : "",
 		       kv.kv_features & SX_KCTL_FEAT_SWAPRANGE ? " swaprange" : "",
 		       kv.kv_features & SX_KCTL_FEAT_SWAPEXT ? " swapext" : "",
-		       kv.kv_features & SX_KCTL_FEAT_FAULTS ? " faults" : "", kv.kv_instances);
+		       kv.kv_features & SX_KCTL_FEAT_FAULTS ? " faults" : "",
+		       kv.kv_features & SX_KCTL_FEAT_ATOMIC ? " atomic" : "", kv.kv_instances);
 		return 0;
 	}
 	if (!strcmp(cmd, "selftest")) {
@@ -549,6 +613,12 @@ int cmd_kmod(int argc, char **argv)
 		return kmod_file(cmd, argc, argv);
 	if (!strcmp(cmd, "pwrite") || !strcmp(cmd, "pread"))
 		return kmod_rw(cmd, argc, argv);
+	if (!strcmp(cmd, "awrite"))
+		return kmod_awrite(argc, argv);
+	if (!strcmp(cmd, "logstats"))
+		return kmod_logstats(argc, argv);
+	if (!strcmp(cmd, "writers"))
+		return kmod_writers(argc, argv);
 	if (!strcmp(cmd, "clone"))
 		return kmod_clone(argc, argv);
 	if (!strcmp(cmd, "swaprange"))

@@ -49,6 +49,7 @@ struct sx_kctl_version {
 #define SX_KCTL_FEAT_SWAPRANGE	(1u << 2)
 #define SX_KCTL_FEAT_FAULTS	(1u << 3)	/* fault sites can be armed */
 #define SX_KCTL_FEAT_SWAPEXT	(1u << 4)	/* XFS_IOC_SWAPEXT (swapext_compat.h) */
+#define SX_KCTL_FEAT_ATOMIC	(1u << 5)	/* AWRITE, LOGSTATS, ATTACH_OVERLAP */
 
 /* ATTACH: mount the filesystem on a block device (log recovery runs). */
 struct sx_kctl_attach {
@@ -70,6 +71,7 @@ struct sx_kctl_attach {
 #define SX_KCTL_ATTACH_RDONLY		(1u << 0)
 #define SX_KCTL_ATTACH_NORECOVERY	(1u << 1)	/* with RDONLY */
 #define SX_KCTL_ATTACH_LOG_EACH		(1u << 2)	/* SX_MOUNT_LOG_EACH */
+#define SX_KCTL_ATTACH_OVERLAP		(1u << 3)	/* SX_MOUNT_OVERLAP_FORCES */
 
 /* DETACH, SHUTDOWN, SYNC, CHECKPOINT: one instance. */
 struct sx_kctl_id {
@@ -184,6 +186,42 @@ struct sx_kctl_bulkstat {
 	struct sx_xfs_bstat	kb_stat;	/* out */
 };
 
+/*
+ * AWRITE: sx_atomic_writev() of ka_n ranges (an array of struct
+ * sx_kctl_aiov at the user address ka_iov) with ka_flags SX_ATOMIC_*: all
+ * of them or none after a crash, durable on return without
+ * SX_ATOMIC_NOSYNC.  The bytes are copied in first: at most
+ * SX_KCTL_AWRITE_MAX in all (-E2BIG beyond).
+ */
+struct sx_kctl_aiov {
+	int32_t		ai_fd;
+	uint32_t	ai_pad;
+	uint64_t	ai_buf;		/* user address */
+	uint64_t	ai_len;
+	uint64_t	ai_off;
+};
+struct sx_kctl_awrite {
+	uint32_t	ka_id;
+	uint32_t	ka_flags;	/* SX_ATOMIC_* */
+	uint32_t	ka_n;		/* 1..SX_ATOMIC_IOV_MAX */
+	uint32_t	ka_pad;
+	uint64_t	ka_iov;		/* user address */
+};
+#define SX_KCTL_AWRITE_MAX	(16u << 20)
+
+/* LOGSTATS: what an instance's log did since it was attached. */
+struct sx_kctl_logstats {
+	uint32_t	kl_id;		/* in */
+	uint32_t	kl_pad;
+	uint64_t	kl_trans;	/* transactions committed */
+	uint64_t	kl_forces;	/* forces that wrote records */
+	uint64_t	kl_flights;	/* of them, forces that flushed while the next wrote */
+	uint64_t	kl_records;
+	uint64_t	kl_bytes;	/* bytes of records written */
+	uint64_t	kl_waits;	/* callers that slept while another thread forced */
+	uint64_t	kl_checkpoints;
+};
+
 #define SX_KCTL_VERSION		SX_IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version)
 #define SX_KCTL_ATTACH		SX_IOWR(SX_KCTL_TYPE, 1, struct sx_kctl_attach)
 #define SX_KCTL_DETACH		SX_IOWR(SX_KCTL_TYPE, 2, struct sx_kctl_id)
@@ -205,6 +243,8 @@ struct sx_kctl_bulkstat {
 #define SX_KCTL_CLONE		SX_IOW(SX_KCTL_TYPE, 26, struct sx_kctl_clone)
 #define SX_KCTL_SELECT		SX_IOW(SX_KCTL_TYPE, 27, struct sx_kctl_select)
 #define SX_KCTL_BULKSTAT	SX_IOWR(SX_KCTL_TYPE, 28, struct sx_kctl_bulkstat)
+#define SX_KCTL_AWRITE		SX_IOW(SX_KCTL_TYPE, 29, struct sx_kctl_awrite)
+#define SX_KCTL_LOGSTATS	SX_IOWR(SX_KCTL_TYPE, 30, struct sx_kctl_logstats)
 /* FISWAPRANGE (include/swapext/fsr.h) and XFS_IOC_SWAPEXT on a SELECTed control file */
 
 /* The layouts are the ABI: same sizes for every caller, no implicit padding. */
@@ -220,5 +260,8 @@ _Static_assert(sizeof(struct sx_kctl_rw) == 40, "sx_kctl_rw changed size");
 _Static_assert(sizeof(struct sx_kctl_clone) == 16, "sx_kctl_clone changed size");
 _Static_assert(sizeof(struct sx_kctl_select) == 8, "sx_kctl_select changed size");
 _Static_assert(sizeof(struct sx_kctl_bulkstat) == 144, "sx_kctl_bulkstat changed size");
+_Static_assert(sizeof(struct sx_kctl_aiov) == 32, "sx_kctl_aiov changed size");
+_Static_assert(sizeof(struct sx_kctl_awrite) == 24, "sx_kctl_awrite changed size");
+_Static_assert(sizeof(struct sx_kctl_logstats) == 64, "sx_kctl_logstats changed size");
 
 #endif /* SWAPEXT_KCTL_H */

@@ -365,6 +365,59 @@ echo "KCHECK-EXTENT $ext"
 echo "KCHECK-FREE $(info free)"
 out=$(swapext kmod detach "$id" 2>&1)
 case "$out" in *clean*) pass "detach-clean" ;; *) fail "detach-clean: $out" ;; esac
+
+# Atomic writes in the kernel: one vectored call over two files, its
+# refusals, and writers in kernel threads' contexts at once (processes'
+# ioctls), with forces one at a time and in flight, and a shutdown among
+# them; `kmod writers` checks every file after a remount itself.
+case "$ver" in
+*atomic*)
+	id=$(swapext kmod attach /dev/vda 2>/dev/null) || { fail "attach-for-awrite"; finish; }
+	fa=$(swapext kmod create "$id" aw-a) && fb=$(swapext kmod create "$id" aw-b) &&
+		pass "awrite-create" || fail "awrite-create"
+	out=$(swapext kmod awrite "$id" "$fa" 0 first-range "$fb" 7 second-range 2>&1)
+	[ "$out" = 23 ] && pass "awrite-vectored" || fail "awrite-vectored: $out"
+	out=$(swapext kmod pread "$id" "$fa" 0 11)
+	[ "$out" = first-range ] && pass "awrite-read-first" || fail "awrite-read-first: $out"
+	out=$(swapext kmod pread "$id" "$fb" 7 12)
+	[ "$out" = second-range ] && pass "awrite-read-second" || fail "awrite-read-second: $out"
+	out=$(swapext kmod awrite "$id" "$fa" 0 abc "$fa" 2 xyz 2>&1)
+	case "$out" in *"Invalid argument"*) pass "awrite-overlap-einval" ;; *) fail "awrite-overlap-einval: $out" ;; esac
+	out=$(swapext kmod awrite "$id" 999 0 abc 2>&1)
+	case "$out" in *"Bad file descriptor"*) pass "awrite-badf" ;; *) fail "awrite-badf: $out" ;; esac
+	out=$(swapext kmod pread "$id" "$fa" 0 11)
+	[ "$out" = first-range ] && pass "awrite-refusals-changed-nothing" ||
+		fail "awrite-refusals-changed-nothing: $out"
+	out=$(swapext kmod logstats "$id" 2>&1)
+	echo "KCHECK-INFO logstats: $(echo "$out" | tr '\n' ' ')"
+	forces=$(echo "$out" | sed -n 's/^forces //p')
+	[ "${forces:-0}" -gt 0 ] && pass "logstats-forces ($forces)" || fail "logstats-forces: $out"
+	out=$(swapext kmod detach "$id" 2>&1)
+	case "$out" in *clean*) pass "detach-after-awrite" ;; *) fail "detach-after-awrite: $out" ;; esac
+	id=$(swapext kmod attach /dev/vda 2>/dev/null) || { fail "attach-after-awrite"; finish; }
+	fa=$(swapext kmod open "$id" aw-a) && out=$(swapext kmod pread "$id" "$fa" 0 11)
+	[ "$out" = first-range ] && pass "awrite-after-remount" || fail "awrite-after-remount: $out"
+	swapext kmod detach "$id" > /dev/null 2>&1
+
+	writers() {
+		name=$1
+		shift
+		if out=$(swapext kmod writers "$@" 2>&1); then
+			pass "$name ($(echo "$out" | tail -n 1))"
+		else
+			fail "$name: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+		fi
+	}
+	writers "writers-one-force-at-a-time" /dev/vda 4 40
+	writers "writers-forces-in-flight" -o /dev/vda 4 40
+	writers "writers-in-flight-shutdown" -o -s 50 /dev/vda 4 40
+	writers "writers-in-flight-beside-manifests" -o -b 24 /dev/vda 4 20
+	writers "writers-beside-manifests-shutdown" -o -b 24 -s 30 /dev/vda 4 20
+	;;
+*)
+	fail "atomic-writes: the module does not offer them ($ver)"
+	;;
+esac
 check "reattach-readonly" sh -c "i=\$(swapext kmod attach -r /dev/vda) && swapext kmod detach \$i"
 # Unloading with an instance attached unmounts it cleanly
 id=$(swapext kmod attach /dev/vda 2>/dev/null) && ext=$(swapext kmod alloc "$id" 2 2) ||
