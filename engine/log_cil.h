@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The log's queue of committed transactions (log_cil.c): what the
- * transaction code asks of it, and what the log writer (log.c) does with
- * its groups.
+ * transaction code asks of it, and what the log's writer and forces
+ * (log.c, log_force.c) do with its groups.
  */
 #ifndef SX_LOG_CIL_H
 #define SX_LOG_CIL_H

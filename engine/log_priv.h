@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The log's in-core state, shared by the writer (log.c) and the queue of
- * committed transactions (log_cil.c).  Nothing outside those two files
+ * The log's in-core state, shared by the writer (log.c), its forces
+ * (log_force.c), the queue of committed transactions (log_cil.c) and the
+ * data manifests (log_manifest.c).  Nothing outside the log's files
  * includes this.
  *
  * The queue is a list of groups; each group becomes exactly one record when
@@ -238,8 +239,17 @@ int sx_log_mf_init(struct sx_log *log);
 void sx_log_mf_destroy(struct sx_log *log);
 bool sx_log_mf_take(struct sx_log *log, bool flying);
 void sx_log_mf_forced(struct sx_log *log, bool wrote);
-int sx_log_fence(struct sx_mount *mp);
 
-/* log_cil.c, for the writer (log lock held unless said otherwise) */
+/* log.c, the record writer of forces (force lock held) */
+int sx_log_write_record(struct sx_mount *mp, u32 len, u32 nops, u32 flags, u64 first_tid,
+			u32 accounted, u64 *lsnp);
+int sx_log_prepare_head(struct sx_mount *mp, u32 blocks);
+int sx_log_write_epoch(struct sx_mount *mp);
+
+/* log_force.c */
+/* write everything queued and flush, for checkpoints (force lock held) */
+int sx_log_force_locked(struct sx_mount *mp);
+/* a force even with nothing queued (a fence record), for data writes */
+int sx_log_fence(struct sx_mount *mp);
 
 #endif /* SX_LOG_PRIV_H */

@@ -17,7 +17,7 @@
  * shared blocks with its refcount and free intents, a clone's map and
  * refcount intents), so that the fault strikes recovery too; and the two
  * swaps again mounted with SX_MOUNT_OVERLAP_FORCES, where their log forces
- * fly (engine/log.c), so that it strikes a flight's flush and completion.
+ * fly (engine/log_force.c), so that it strikes a flight's flush and completion.
  * Each normal workload is a list of steps from mount to unmount, each
  * step one call with a model of the files (a, b, c: existence, size,
  * every block's tag) after it; a recovery workload is its mount and
