@@ -37,8 +37,9 @@ static const char kmod_usage[] =
 	"       swapext kmod create|open ID NAME | close|fsync ID FD\n"
 	"       swapext kmod pwrite ID FD OFF TEXT | pread ID FD OFF LEN\n"
 	"       swapext kmod awrite [-n] ID FD OFF TEXT [FD OFF TEXT]...   (one atomic write)\n"
+	"       swapext kmod awrite-abi ID FD            (malformed AWRITEs must be refused)\n"
 	"       swapext kmod logstats ID\n"
-	"       swapext kmod writers [-o] [-s N] [-b BLOCKS] DEVICE THREADS COUNT\n"
+	"       swapext kmod writers [-o] [-s N] [-b KIB] DEVICE THREADS COUNT\n"
 	"       swapext kmod clone ID DST_FD SRC_FD\n"
 	"       swapext kmod swaprange ID FILE2_FD FILE1_FD OFF1 OFF2 LEN [FLAGS]\n"
 	"       swapext kmod swapext [-s] ID TARGET_FD TMP_FD LEN   (-s: a stale record)\n";
@@ -615,6 +616,8 @@ int cmd_kmod(int argc, char **argv)
 		return kmod_rw(cmd, argc, argv);
 	if (!strcmp(cmd, "awrite"))
 		return kmod_awrite(argc, argv);
+	if (!strcmp(cmd, "awrite-abi"))
+		return kmod_awrite_abi(argc, argv);
 	if (!strcmp(cmd, "logstats"))
 		return kmod_logstats(argc, argv);
 	if (!strcmp(cmd, "writers"))

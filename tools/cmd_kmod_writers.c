@@ -1,31 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * swapext kmod writers [-o] [-s N] [-b BLOCKS] DEVICE THREADS COUNT:
+ * swapext kmod writers [-o] [-s N] [-b KIB] DEVICE THREADS COUNT:
  * concurrent atomic writers in the kernel module, checked after a remount.
  *
- * It attaches DEVICE, gives each of THREADS threads a file of its own
- * ("writers-I", three blocks) and lets them rewrite their files COUNT times
- * each at once, every rewrite one durable AWRITE of the whole file.  So the
- * module's group commit, and with -o its forces in flight (ATTACH_OVERLAP),
- * run with the kernel's locks, completions and block layer under them, as
- * they do in userspace under tests/stress/threads.c.
+ * It attaches DEVICE, gives each of THREADS threads two files of its own
+ * and lets them rewrite both COUNT times each at once, every rewrite one
+ * durable AWRITE of two ranges, the whole of each file.  So the module's
+ * vectored atomic write, its group commit and, with -o, its forces in
+ * flight (ATTACH_OVERLAP) run with the kernel's locks, completions and
+ * block layer under them, as they do in userspace under
+ * tests/stress/threads.c.
  *
- * Each write fills the file with a pattern of its own (thread, k), so a file
- * read back names the one write it holds, and a mix of two writes matches
- * none.  With -s N the thread whose write is the N-th to succeed shuts the
- * instance down (SHUTDOWN: the device dies, as at a power cut); every thread
- * then stops at its first failure, which must be EIO.  After DETACH and
- * ATTACH (recovery), each file must hold one whole write, no older than the
- * last one its thread was told was durable and no newer than the last it
- * tried; without -s, the last one, checked before the remount too.  Without
- * -o no force may fly (LOGSTATS); with it some must.  With -b the files of
- * odd threads have BLOCKS blocks: more than 16 KiB of them are written in
- * place before the record, whose force then carries a data manifest and
- * does not fly, nor does the next while the last force on the disk guards
- * data: such runs check the two kinds of force beside each other, and
- * need not fly at all.
- * The last line
- * printed sums the run up; the exit status is 0 only if every check passed.
+ * Each write fills both files with a pattern of its own (run, thread, file,
+ * k), so a file read back names the one write it holds, a mix of two
+ * writes matches none, and a file left by another run matches nothing of
+ * this one (the names are the run's too).  With -s N the thread whose write
+ * is the N-th to succeed shuts the instance down (SHUTDOWN); every thread
+ * then stops at its first failure, which must be EIO and come after the
+ * shutdown began.  After DETACH and ATTACH (recovery) both files of a
+ * thread must hold the same write, no older than the last one the thread
+ * was told was durable and no newer than the last it tried; without -s, the
+ * last one, checked before the remount too.  SHUTDOWN fails all I/O from
+ * then on but keeps what the disk already took, flushed or not: this
+ * checks atomicity and recovery in the kernel, not that a write said to be
+ * durable survives the loss of the disk's cache, which the userspace crash
+ * tests check with a device that loses unflushed writes.
+ *
+ * Without -o no force may fly (LOGSTATS); with it some must, when the two
+ * files fit in a write's record (at most 16 KiB in all: each file is 6 KiB,
+ * rounded up to a block).  With -b the files of odd threads have KIB KiB
+ * each: past the 16 KiB the engine carries in a record
+ * (engine/file_atomic_direct.c) they are written in place before the
+ * record, whose force then carries a data manifest and does not fly, nor
+ * does the next while the last force on the disk guards data: such runs
+ * check the two kinds of force beside each other and need not fly at all.
+ * The last line printed sums the run up; the exit status is 0 only if
+ * every check passed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -38,36 +48,44 @@
 #include "kmod.h"
 #include <swapext/kctl.h>
 
-#define WR_BLOCKS	3	/* blocks a file (-b: of even threads'): carried in the record */
+#define WR_FILE_BYTES	(6u << 10)	/* each file of a thread without -b */
+#define WR_CARRY_BYTES	(16u << 10)	/* what a write carries in its record */
 #define WR_MAX_THREADS	64
+#define WR_MAX_COUNT	1000000u
+#define WR_MAX_KIB	4096u
 
 struct wr_run {
 	u32		id;		/* the instance */
+	u32		nonce;		/* names this run's files and patterns */
 	u64		shutdown_at;	/* 0, or the successful write that shuts down */
 	u64		ok;		/* writes that succeeded so far */
-	int		shut_error;	/* SHUTDOWN's result, if issued */
-	bool		shut;
+	int		shut_error;	/* SHUTDOWN's result */
+	bool		shut_begun;	/* set before SHUTDOWN is issued */
 };
 
 struct wr_thread {
 	struct wr_run	*run;
 	u32		index;
-	u32		bytes;		/* of the file and each write */
-	s32		fd;		/* the module's descriptor of "writers-INDEX" */
+	u32		bytes;		/* of each of its files, and each write of them */
+	s32		fd[2];		/* the module's descriptors of its two files */
 	u32		count;
 	u32		durable;	/* the last write the module said was durable */
 	u32		tried;		/* the last write issued */
 	int		error;		/* the failure that stopped it, or 0 */
+	bool		error_after_shutdown;	/* it returned after SHUTDOWN began */
 	pthread_t	thread;
+	bool		started;
 };
 
-/* Fill @buf with the pattern of write @k of thread @index (write 0: the file's first contents). */
-static void wr_pattern(u32 index, u32 k, u8 *buf, u32 len)
+/* Fill @buf with the pattern of write @k of file @file of thread @t (write 0: the first contents). */
+static void wr_pattern(const struct wr_thread *t, u32 file, u32 k, u8 *buf)
 {
-	u64 x = (((u64)index << 32) | k) * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+	u64 x = ((((u64)t->run->nonce << 32) | ((u64)t->index << 1) | file) ^ ((u64)k << 20)) *
+			0x9e3779b97f4a7c15ull +
+		0x2545f4914f6cdd1dull;
 	u32 i;
 
-	for (i = 0; i < len; i++) {
+	for (i = 0; i < t->bytes; i++) {
 		x ^= x >> 12;
 		x ^= x << 25;
 		x ^= x >> 27;
@@ -89,32 +107,35 @@ static int wr_ioctl(int ctl, unsigned long cmd, void *arg)
 	return ioctl(ctl, cmd, arg) < 0 ? -errno : 0;
 }
 
-/* Attach @dev (@flags SX_KCTL_ATTACH_*); prints what recovery did. */
+/* Attach @dev (@flags SX_KCTL_ATTACH_*); 0 or -errno (printed). */
 static int wr_attach(const char *dev, u32 flags, u32 *idp, u64 *recordsp)
 {
 	struct sx_kctl_attach ka;
+	int ret;
 
 	memset(&ka, 0, sizeof(ka));
 	ka.ka_flags = flags;
 	strcpy(ka.ka_path, dev);
-	if (kmod_ioctl(SX_KCTL_ATTACH, &ka, dev))
-		return -EIO;
+	ret = kmod_ioctl(SX_KCTL_ATTACH, &ka, dev);
+	if (ret)
+		return ret;
 	*idp = ka.ka_id;
 	if (recordsp)
 		*recordsp = ka.ka_rs_records;
 	return 0;
 }
 
-/* Detach instance @id; 0 if its unmount was clean, else the unmount's error. */
-static int wr_detach(u32 id)
+/* Detach instance @id: the ioctl's error (printed), and in *@unmount the unmount's. */
+static int wr_detach(u32 id, int *unmount)
 {
 	struct sx_kctl_id kid;
+	int ret;
 
 	memset(&kid, 0, sizeof(kid));
 	kid.ki_id = id;
-	if (kmod_ioctl(SX_KCTL_DETACH, &kid, "detach"))
-		return -EIO;
-	return kid.ki_result;
+	ret = kmod_ioctl(SX_KCTL_DETACH, &kid, "detach");
+	*unmount = ret ? 0 : kid.ki_result;
+	return ret;
 }
 
 static int wr_logstats(u32 id, struct sx_kctl_logstats *kl)
@@ -124,22 +145,20 @@ static int wr_logstats(u32 id, struct sx_kctl_logstats *kl)
 	return kmod_ioctl(SX_KCTL_LOGSTATS, kl, "logstats");
 }
 
-/* Open (@create: create, or open if it is there) "writers-@index" of instance @id. */
-static int wr_open(u32 id, u32 index, bool create, s32 *fdp)
+/* Create (@create) or open file @file of thread @t in instance @id. */
+static int wr_open(const struct wr_thread *t, u32 id, u32 file, bool create, s32 *fdp)
 {
 	struct sx_kctl_file kf;
-	int ret = -EEXIST;
+	int ret;
 
 	memset(&kf, 0, sizeof(kf));
 	kf.kf_id = id;
 	kf.kf_mode = 0644;
-	snprintf(kf.kf_name, sizeof(kf.kf_name), "writers-%u", index);
-	if (create)
-		ret = kmod_ioctl(SX_KCTL_CREATE, &kf, NULL);
-	if (ret == -EEXIST)
-		ret = kmod_ioctl(SX_KCTL_OPEN, &kf, NULL);
+	snprintf(kf.kf_name, sizeof(kf.kf_name), "writers-%08x-%u-%c", t->run->nonce, t->index,
+		 'a' + file);
+	ret = kmod_ioctl(create ? SX_KCTL_CREATE : SX_KCTL_OPEN, &kf, NULL);
 	if (ret) {
-		tool_error(ret, "open %s", kf.kf_name);
+		tool_error(ret, "%s %s", create ? "create" : "open", kf.kf_name);
 		return ret;
 	}
 	*fdp = kf.kf_fd;
@@ -161,61 +180,77 @@ static s64 wr_rw(u32 id, s32 fd, unsigned long cmd, void *buf, u64 len)
 	return ret ? ret : kr.kr_result;
 }
 
-/* The file's first contents (write 0), made durable. */
+/* Thread @t's two files with their first contents (write 0), made durable. */
 static int wr_setup(struct wr_thread *t, u8 *buf)
 {
 	struct sx_kctl_file kf;
-	u32 bytes = t->bytes;
+	u32 file;
 	s64 n;
 
-	wr_pattern(t->index, 0, buf, bytes);
-	n = wr_rw(t->run->id, t->fd, SX_KCTL_PWRITE, buf, bytes);
-	if (n != bytes)
-		return tool_error(n < 0 ? (int)n : -EIO, "first write of writers-%u", t->index);
-	memset(&kf, 0, sizeof(kf));
-	kf.kf_id = t->run->id;
-	kf.kf_fd = t->fd;
-	return kmod_ioctl(SX_KCTL_FSYNC, &kf, "fsync") ? 1 : 0;
+	for (file = 0; file < 2; file++) {
+		if (wr_open(t, t->run->id, file, true, &t->fd[file]))
+			return 1;
+		wr_pattern(t, file, 0, buf);
+		n = wr_rw(t->run->id, t->fd[file], SX_KCTL_PWRITE, buf, t->bytes);
+		if (n != t->bytes)
+			return tool_error(n < 0 ? (int)n : -EIO, "first write of thread %u", t->index);
+		memset(&kf, 0, sizeof(kf));
+		kf.kf_id = t->run->id;
+		kf.kf_fd = t->fd[file];
+		if (kmod_ioctl(SX_KCTL_FSYNC, &kf, "fsync"))
+			return 1;
+	}
+	return 0;
+}
+
+/* The thread whose write was the run's shutdown_at-th to succeed shuts the instance down. */
+static void wr_maybe_shutdown(struct wr_run *run, int ctl)
+{
+	struct sx_kctl_id kid;
+
+	if (!run->shutdown_at ||
+	    __atomic_add_fetch(&run->ok, 1, __ATOMIC_RELAXED) != run->shutdown_at)
+		return;
+	memset(&kid, 0, sizeof(kid));
+	kid.ki_id = run->id;
+	__atomic_store_n(&run->shut_begun, true, __ATOMIC_SEQ_CST);
+	run->shut_error = wr_ioctl(ctl, SX_KCTL_SHUTDOWN, &kid);
 }
 
 static void *wr_thread_run(void *arg)
 {
 	struct wr_thread *t = arg;
 	struct wr_run *run = t->run;
-	struct sx_kctl_aiov iov;
+	struct sx_kctl_aiov iov[2];
 	struct sx_kctl_awrite ka;
 	int ctl = kmod_ctl_open();
-	u8 *buf = malloc(t->bytes);
-	u32 k;
+	u8 *buf = malloc(2 * (size_t)t->bytes);
+	u32 k, file;
 
 	if (ctl < 0 || !buf) {
 		t->error = ctl < 0 ? -ENODEV : -ENOMEM;
 		goto out;
 	}
 	for (k = 1; k <= t->count; k++) {
-		wr_pattern(t->index, k, buf, t->bytes);
-		memset(&iov, 0, sizeof(iov));
-		iov.ai_fd = t->fd;
-		iov.ai_buf = (u64)(uintptr_t)buf;
-		iov.ai_len = t->bytes;
+		memset(iov, 0, sizeof(iov));
+		for (file = 0; file < 2; file++) {
+			wr_pattern(t, file, k, buf + file * t->bytes);
+			iov[file].ai_fd = t->fd[file];
+			iov[file].ai_buf = (u64)(uintptr_t)(buf + file * t->bytes);
+			iov[file].ai_len = t->bytes;
+		}
 		memset(&ka, 0, sizeof(ka));
 		ka.ka_id = run->id;
-		ka.ka_n = 1;
-		ka.ka_iov = (u64)(uintptr_t)&iov;
+		ka.ka_n = 2;
+		ka.ka_iov = (u64)(uintptr_t)iov;
 		t->tried = k;
 		t->error = wr_ioctl(ctl, SX_KCTL_AWRITE, &ka);
-		if (t->error)
+		if (t->error) {
+			t->error_after_shutdown = __atomic_load_n(&run->shut_begun, __ATOMIC_SEQ_CST);
 			break;
-		t->durable = k;
-		if (run->shutdown_at &&
-		    __atomic_add_fetch(&run->ok, 1, __ATOMIC_RELAXED) == run->shutdown_at) {
-			struct sx_kctl_id kid;
-
-			memset(&kid, 0, sizeof(kid));
-			kid.ki_id = run->id;
-			run->shut_error = wr_ioctl(ctl, SX_KCTL_SHUTDOWN, &kid);
-			__atomic_store_n(&run->shut, true, __ATOMIC_RELEASE);
 		}
+		t->durable = k;
+		wr_maybe_shutdown(run, ctl);
 	}
 out:
 	free(buf);
@@ -225,52 +260,61 @@ out:
 }
 
 /*
- * Read each file of instance @id and name the write it holds: it must be
- * one of its thread's writes durable..tried.  Returns the files that fail.
+ * Read both files of each thread in instance @id and name the write they
+ * hold: the same one, one of the thread's writes durable..tried.  Returns
+ * the threads whose files fail.
  */
 static int wr_verify(u32 id, struct wr_thread *ts, u32 nthreads, bool reopen, const char *when)
 {
-	u32 most = 0, i, k;
-	u8 *got, *want;
+	u32 most = 0, i, k, file;
+	u8 *got[2], *want;
 	int bad = 0;
 
 	for (i = 0; i < nthreads; i++)
 		most = most > ts[i].bytes ? most : ts[i].bytes;
-	got = malloc(most + 1);
+	got[0] = malloc(most + 1);
+	got[1] = malloc(most + 1);
 	want = malloc(most);
-	if (!got || !want) {
-		free(got);
-		free(want);
-		return tool_error(-ENOMEM, "verify");
-	}
-	for (i = 0; i < nthreads; i++) {
+	for (i = 0; i < nthreads && got[0] && got[1] && want; i++) {
 		struct wr_thread *t = &ts[i];
-		u32 bytes = t->bytes;
-		s64 n;
+		bool ok = true;
 
-		if (reopen && wr_open(id, t->index, false, &t->fd)) {
-			bad++;
-			continue;
-		}
-		n = wr_rw(id, t->fd, SX_KCTL_PREAD, got, (u64)bytes + 1);
-		if (n != bytes) {
-			fprintf(stderr, "writers-%u %s: read %lld bytes, the file has %u\n", t->index,
-				when, (long long)n, bytes);
-			bad++;
-			continue;
-		}
-		for (k = t->durable; k <= t->tried; k++) {
-			wr_pattern(t->index, k, want, bytes);
-			if (!memcmp(got, want, bytes))
+		for (file = 0; file < 2 && ok; file++) {
+			s64 n;
+
+			if (reopen && wr_open(t, id, file, false, &t->fd[file])) {
+				ok = false;
 				break;
+			}
+			n = wr_rw(id, t->fd[file], SX_KCTL_PREAD, got[file], (u64)t->bytes + 1);
+			if (n != t->bytes) {
+				fprintf(stderr, "thread %u file %u %s: read %lld bytes, the file has %u\n",
+					t->index, file, when, (long long)n, t->bytes);
+				ok = false;
+			}
 		}
-		if (k > t->tried) {
-			fprintf(stderr, "writers-%u %s: holds none of writes %u..%u\n", t->index,
-				when, t->durable, t->tried);
-			bad++;
+		for (k = t->durable; ok && k <= t->tried; k++) {
+			wr_pattern(t, 0, k, want);
+			if (memcmp(got[0], want, t->bytes))
+				continue;
+			wr_pattern(t, 1, k, want);
+			if (!memcmp(got[1], want, t->bytes))
+				break;
+			fprintf(stderr, "thread %u %s: its first file holds write %u, its second not\n",
+				t->index, when, k);
+			ok = false;
 		}
+		if (ok && k > t->tried) {
+			fprintf(stderr, "thread %u %s: its first file holds none of writes %u..%u\n",
+				t->index, when, t->durable, t->tried);
+			ok = false;
+		}
+		bad += !ok;
 	}
-	free(got);
+	if (!got[0] || !got[1] || !want)
+		bad += tool_error(-ENOMEM, "verify");
+	free(got[0]);
+	free(got[1]);
 	free(want);
 	return bad;
 }
@@ -279,13 +323,15 @@ static int wr_verify(u32 id, struct wr_thread *ts, u32 nthreads, bool reopen, co
 static void wr_close_all(u32 id, struct wr_thread *ts, u32 nthreads)
 {
 	struct sx_kctl_file kf;
-	u32 i;
+	u32 i, file;
 
 	for (i = 0; i < nthreads; i++) {
-		memset(&kf, 0, sizeof(kf));
-		kf.kf_id = id;
-		kf.kf_fd = ts[i].fd;
-		kmod_ioctl(SX_KCTL_CLOSE, &kf, NULL);
+		for (file = 0; file < 2; file++) {
+			memset(&kf, 0, sizeof(kf));
+			kf.kf_id = id;
+			kf.kf_fd = ts[i].fd[file];
+			kmod_ioctl(SX_KCTL_CLOSE, &kf, NULL);
+		}
 	}
 }
 
@@ -296,13 +342,12 @@ static double wr_run_threads(struct wr_thread *ts, u32 nthreads)
 	u32 i;
 
 	for (i = 0; i < nthreads; i++) {
-		if (pthread_create(&ts[i].thread, NULL, wr_thread_run, &ts[i])) {
+		ts[i].started = !pthread_create(&ts[i].thread, NULL, wr_thread_run, &ts[i]);
+		if (!ts[i].started)
 			ts[i].error = -EAGAIN;
-			ts[i].thread = 0;
-		}
 	}
 	for (i = 0; i < nthreads; i++)
-		if (ts[i].thread)
+		if (ts[i].started)
 			pthread_join(ts[i].thread, NULL);
 	return wr_now() - t0;
 }
@@ -318,99 +363,120 @@ static int wr_judge(const struct wr_run *run, const struct wr_thread *ts, u32 nt
 
 		if (!t->error && t->durable == t->count)
 			continue;
-		if (run->shut && t->error == -EIO)
+		if (t->error == -EIO && t->error_after_shutdown)
 			continue;
-		fprintf(stderr, "writers-%u: stopped at write %u of %u: %s\n", t->index, t->tried,
-			t->count, tool_strerror(t->error));
+		fprintf(stderr, "thread %u: stopped at write %u of %u: %s%s\n", t->index, t->tried,
+			t->count, tool_strerror(t->error),
+			t->error == -EIO ? " (before any shutdown)" : "");
 		bad++;
 	}
-	if (run->shutdown_at && !run->shut) {
+	if (run->shutdown_at && !run->shut_begun) {
 		fprintf(stderr, "writers: the shutdown at write %llu never came\n",
 			(unsigned long long)run->shutdown_at);
 		bad++;
 	}
-	if (run->shut && run->shut_error) {
+	if (run->shut_begun && run->shut_error) {
 		fprintf(stderr, "writers: shutdown: %s\n", tool_strerror(run->shut_error));
 		bad++;
 	}
 	return bad;
 }
 
-int kmod_writers(int argc, char **argv)
+/* Round @bytes up to whole blocks of @bsize, at least one. */
+static u32 wr_blocks_of(u64 bytes, u32 bsize)
 {
-	struct sx_kctl_logstats l0, l1;
-	struct sx_kctl_info ki;
-	struct wr_thread *ts;
-	struct wr_run run;
-	u64 nthreads, count, blocks = WR_BLOCKS, recs = 0, durable = 0;
-	u32 flags = 0, i;
-	const char *dev;
-	double secs;
-	int bad = 0, ret;
-	u8 *buf;
+	return (u32)((bytes + bsize - 1) / bsize * bsize);
+}
 
-	memset(&run, 0, sizeof(run));
+/* Parse the options; false on a bad one (printed). */
+static bool wr_options(int *argcp, char ***argvp, u32 *flags, u64 *shutdown_at, u64 *kib)
+{
+	int argc = *argcp;
+	char **argv = *argvp;
+
 	while (argc > 0 && argv[0][0] == '-') {
 		if (!strcmp(argv[0], "-o")) {
-			flags |= SX_KCTL_ATTACH_OVERLAP;
-		} else if (!strcmp(argv[0], "-s") && argc > 1 &&
-			   kmod_num(argv[1], &run.shutdown_at) && run.shutdown_at) {
+			*flags |= SX_KCTL_ATTACH_OVERLAP;
+		} else if (!strcmp(argv[0], "-s") && argc > 1 && kmod_num(argv[1], shutdown_at) &&
+			   *shutdown_at) {
 			argc--;
 			argv++;
-		} else if (!strcmp(argv[0], "-b") && argc > 1 && kmod_num(argv[1], &blocks) &&
-			   blocks && blocks <= 256) {
+		} else if (!strcmp(argv[0], "-b") && argc > 1 && kmod_num(argv[1], kib) && *kib &&
+			   *kib <= WR_MAX_KIB) {
 			argc--;
 			argv++;
 		} else {
-			return tool_fail("writers: unknown option %s", argv[0]);
+			tool_fail("writers: bad option %s", argv[0]);
+			return false;
 		}
 		argc--;
 		argv++;
 	}
+	*argcp = argc;
+	*argvp = argv;
+	return true;
+}
+
+int kmod_writers(int argc, char **argv)
+{
+	struct sx_kctl_logstats l0, l1;
+	struct sx_kctl_info ki;
+	struct wr_thread *ts = NULL;
+	struct wr_run run;
+	u64 nthreads, count, kib = 0, recs = 0, durable = 0;
+	u32 flags = 0, small, large, i;
+	bool flyable;
+	const char *dev;
+	double secs;
+	int bad = 0, unmount;
+	u8 *buf = NULL;
+
+	memset(&run, 0, sizeof(run));
+	if (!wr_options(&argc, &argv, &flags, &run.shutdown_at, &kib))
+		return 1;
 	if (argc != 3 || strlen(argv[0]) >= sizeof(((struct sx_kctl_attach *)0)->ka_path) ||
 	    !kmod_num(argv[1], &nthreads) || !nthreads || nthreads > WR_MAX_THREADS ||
-	    !kmod_num(argv[2], &count) || !count || count > UINT32_MAX)
-		return tool_fail("writers: DEVICE THREADS (1..%d) COUNT expected", WR_MAX_THREADS);
+	    !kmod_num(argv[2], &count) || !count || count > WR_MAX_COUNT)
+		return tool_fail("writers: DEVICE THREADS (1..%d) COUNT (1..%u) expected",
+				 WR_MAX_THREADS, WR_MAX_COUNT);
 	dev = argv[0];
+	run.nonce = (u32)time(NULL) ^ ((u32)getpid() << 16);
 	if (wr_attach(dev, flags, &run.id, NULL))
 		return 1;
 	memset(&ki, 0, sizeof(ki));
 	ki.ki_id = run.id;
-	if (kmod_ioctl(SX_KCTL_INFO, &ki, "info")) {
-		wr_detach(run.id);
-		return 1;
-	}
+	if (kmod_ioctl(SX_KCTL_INFO, &ki, "info"))
+		goto fail_detach;
+	small = wr_blocks_of(WR_FILE_BYTES, ki.ki_blocksize);
+	flyable = !kib && 2 * small <= WR_CARRY_BYTES;
 	ts = calloc(nthreads, sizeof(*ts));
-	buf = malloc((size_t)(blocks > WR_BLOCKS ? blocks : WR_BLOCKS) * ki.ki_blocksize);
+	large = kib ? wr_blocks_of(kib << 10, ki.ki_blocksize) : 0;
+	buf = malloc(large > small ? large : small);
 	if (!ts || !buf) {
-		free(ts);
-		free(buf);
-		wr_detach(run.id);
-		return tool_error(-ENOMEM, "writers");
+		tool_error(-ENOMEM, "writers");
+		goto fail_detach;
 	}
-	for (i = 0; i < nthreads && !bad; i++) {
+	for (i = 0; i < nthreads; i++) {
 		ts[i].run = &run;
 		ts[i].index = i;
-		ts[i].bytes = (u32)((i % 2 ? blocks : WR_BLOCKS) * ki.ki_blocksize);
+		ts[i].bytes = large && i % 2 ? large : small;
 		ts[i].count = (u32)count;
-		bad += wr_open(run.id, i, true, &ts[i].fd) || wr_setup(&ts[i], buf);
+		if (wr_setup(&ts[i], buf))
+			goto fail_detach;
 	}
 	free(buf);
-	if (bad || wr_logstats(run.id, &l0)) {
-		wr_detach(run.id);
-		free(ts);
-		return 1;
-	}
+	buf = NULL;
+	if (wr_logstats(run.id, &l0))
+		goto fail_detach;
 
 	secs = wr_run_threads(ts, (u32)nthreads);
 	bad += wr_judge(&run, ts, (u32)nthreads);
 	bad += wr_logstats(run.id, &l1) != 0;
-	if (!run.shut)
+	if (!run.shut_begun)
 		bad += wr_verify(run.id, ts, (u32)nthreads, false, "before the remount");
 	for (i = 0; i < nthreads; i++)
 		durable += ts[i].durable;
-	if ((flags & SX_KCTL_ATTACH_OVERLAP) && blocks == WR_BLOCKS &&
-	    l1.kl_flights == l0.kl_flights) {
+	if ((flags & SX_KCTL_ATTACH_OVERLAP) && flyable && l1.kl_flights == l0.kl_flights) {
 		fprintf(stderr, "writers: no force flew (%llu forces)\n",
 			(unsigned long long)(l1.kl_forces - l0.kl_forces));
 		bad++;
@@ -420,30 +486,38 @@ int kmod_writers(int argc, char **argv)
 		bad++;
 	}
 
-	if (!run.shut)
+	if (!run.shut_begun)
 		wr_close_all(run.id, ts, (u32)nthreads);
-	ret = wr_detach(run.id);
-	if (run.shut ? ret != -EIO : ret != 0) {
-		fprintf(stderr, "writers: detach: unmount %s\n", ret ? tool_strerror(ret) : "clean");
+	if (wr_detach(run.id, &unmount))
+		goto fail;
+	if (run.shut_begun ? unmount != -EIO : unmount != 0) {
+		fprintf(stderr, "writers: detach: unmount %s\n",
+			unmount ? tool_strerror(unmount) : "clean");
 		bad++;
 	}
-	if (wr_attach(dev, 0, &run.id, &recs)) {
-		free(ts);
-		return 1;
-	}
+	if (wr_attach(dev, 0, &run.id, &recs))
+		goto fail;
 	bad += wr_verify(run.id, ts, (u32)nthreads, true, "after the remount");
 	wr_close_all(run.id, ts, (u32)nthreads);
-	ret = wr_detach(run.id);
-	if (ret) {
-		fprintf(stderr, "writers: detach after the check: %s\n", tool_strerror(ret));
+	if (wr_detach(run.id, &unmount))
+		goto fail;
+	if (unmount) {
+		fprintf(stderr, "writers: detach after the check: %s\n", tool_strerror(unmount));
 		bad++;
 	}
 	free(ts);
-	printf("%s%llu threads x %llu writes: %llu durable in %.2f s, %llu forces, %llu in flight, "
-	       "%llu records recovered%s\n",
+	printf("%s%llu threads x %llu writes of 2 files: %llu durable in %.2f s, %llu forces, "
+	       "%llu in flight, %llu records recovered%s\n",
 	       bad ? "FAILED: " : "", (unsigned long long)nthreads, (unsigned long long)count,
 	       (unsigned long long)durable, secs, (unsigned long long)(l1.kl_forces - l0.kl_forces),
 	       (unsigned long long)(l1.kl_flights - l0.kl_flights), (unsigned long long)recs,
-	       run.shut ? " after a shutdown" : "");
+	       run.shut_begun ? " after a shutdown" : "");
 	return bad ? 1 : 0;
+
+fail_detach:
+	wr_detach(run.id, &unmount);
+fail:
+	free(buf);
+	free(ts);
+	return 1;
 }

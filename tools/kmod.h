@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers of `swapext kmod ...` (cmd_kmod.c) shared with its subcommands
- * in files of their own (cmd_kmod_writers.c).
+ * in files of their own (cmd_kmod_writers.c, cmd_kmod_abi.c).
  */
 #ifndef SX_TOOL_KMOD_H
 #define SX_TOOL_KMOD_H
@@ -22,5 +22,8 @@ int kmod_ioctl(unsigned long cmd, void *arg, const char *what);
 
 /* kmod_writers() - `swapext kmod writers ...` (cmd_kmod_writers.c) */
 int kmod_writers(int argc, char **argv);
+
+/* kmod_awrite_abi() - `swapext kmod awrite-abi ID FD` (cmd_kmod_abi.c) */
+int kmod_awrite_abi(int argc, char **argv);
 
 #endif /* SX_TOOL_KMOD_H */

@@ -388,15 +388,27 @@ case "$ver" in
 	out=$(swapext kmod pread "$id" "$fa" 0 11)
 	[ "$out" = first-range ] && pass "awrite-refusals-changed-nothing" ||
 		fail "awrite-refusals-changed-nothing: $out"
-	out=$(swapext kmod logstats "$id" 2>&1)
-	echo "KCHECK-INFO logstats: $(echo "$out" | tr '\n' ' ')"
-	forces=$(echo "$out" | sed -n 's/^forces //p')
-	[ "${forces:-0}" -gt 0 ] && pass "logstats-forces ($forces)" || fail "logstats-forces: $out"
+	check "awrite-abi-refusals" swapext kmod awrite-abi "$id" "$fa"
+	stat() { swapext kmod logstats "$id" | sed -n "s/^$1 //p"; }
+	f0=$(stat forces)
+	out=$(swapext kmod awrite "$id" "$fa" 0 durable-now 2>&1)
+	f1=$(stat forces)
+	[ "$out" = 11 ] && [ "$f1" -gt "$f0" ] && pass "logstats-durable-awrite-forced ($f0 -> $f1)" ||
+		fail "logstats-durable-awrite-forced: $out, forces $f0 -> $f1"
+	out=$(swapext kmod awrite -n "$id" "$fa" 0 nosync-then 2>&1)
+	f2=$(stat forces)
+	[ "$out" = 11 ] && [ "$f2" = "$f1" ] && pass "logstats-nosync-awrite-not-forced ($f2)" ||
+		fail "logstats-nosync-awrite-not-forced: $out, forces $f1 -> $f2"
+	echo "KCHECK-INFO logstats: $(swapext kmod logstats "$id" | tr '\n' ' ')"
 	out=$(swapext kmod detach "$id" 2>&1)
 	case "$out" in *clean*) pass "detach-after-awrite" ;; *) fail "detach-after-awrite: $out" ;; esac
 	id=$(swapext kmod attach /dev/vda 2>/dev/null) || { fail "attach-after-awrite"; finish; }
 	fa=$(swapext kmod open "$id" aw-a) && out=$(swapext kmod pread "$id" "$fa" 0 11)
-	[ "$out" = first-range ] && pass "awrite-after-remount" || fail "awrite-after-remount: $out"
+	[ "$out" = nosync-then ] && pass "awrite-after-remount-first" ||
+		fail "awrite-after-remount-first: $out"
+	fb=$(swapext kmod open "$id" aw-b) && out=$(swapext kmod pread "$id" "$fb" 7 12)
+	[ "$out" = second-range ] && pass "awrite-after-remount-second" ||
+		fail "awrite-after-remount-second: $out"
 	swapext kmod detach "$id" > /dev/null 2>&1
 
 	writers() {
@@ -411,8 +423,8 @@ case "$ver" in
 	writers "writers-one-force-at-a-time" /dev/vda 4 40
 	writers "writers-forces-in-flight" -o /dev/vda 4 40
 	writers "writers-in-flight-shutdown" -o -s 50 /dev/vda 4 40
-	writers "writers-in-flight-beside-manifests" -o -b 24 /dev/vda 4 20
-	writers "writers-beside-manifests-shutdown" -o -b 24 -s 30 /dev/vda 4 20
+	writers "writers-in-flight-beside-manifests" -o -b 64 /dev/vda 4 20
+	writers "writers-beside-manifests-shutdown" -o -b 64 -s 30 /dev/vda 4 20
 	;;
 *)
 	fail "atomic-writes: the module does not offer them ($ver)"
