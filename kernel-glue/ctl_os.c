@@ -120,7 +120,9 @@ static long sx_kctl_attach(void __user *uarg)
 		return PTR_ERR(ka);
 	error = -EINVAL;
 	if ((ka->ka_flags & ~(SX_KCTL_ATTACH_RDONLY | SX_KCTL_ATTACH_NORECOVERY |
-			      SX_KCTL_ATTACH_LOG_EACH | SX_KCTL_ATTACH_OVERLAP)) ||
+			      SX_KCTL_ATTACH_LOG_EACH | SX_KCTL_ATTACH_OVERLAP |
+			      SX_KCTL_ATTACH_VOLATILE)) ||
+	    ((ka->ka_flags & SX_KCTL_ATTACH_VOLATILE) && (ka->ka_flags & SX_KCTL_ATTACH_RDONLY)) ||
 	    strnlen(ka->ka_path, sizeof(ka->ka_path)) >= sizeof(ka->ka_path))
 		goto out_free;
 	ki = kzalloc(sizeof(*ki), GFP_KERNEL);
@@ -133,6 +135,8 @@ static long sx_kctl_attach(void __user *uarg)
 	error = sx_kbdev_open(ka->ka_path, ka->ka_flags & SX_KCTL_ATTACH_RDONLY, &bd);
 	if (error)
 		goto out_free;
+	if (ka->ka_flags & SX_KCTL_ATTACH_VOLATILE)
+		sx_kbdev_set_volatile(bd);
 	if (ka->ka_flags & SX_KCTL_ATTACH_RDONLY)
 		mo.mo_flags |= SX_MOUNT_RDONLY;
 	if (ka->ka_flags & SX_KCTL_ATTACH_NORECOVERY)

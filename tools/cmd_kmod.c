@@ -27,7 +27,7 @@ static const char kmod_usage[] =
 	"usage: swapext kmod load [MODULE.ko] [PARAM=VALUE...]   (default $SWAPEXT_KO or " KMOD_DEFAULT_PATH ")\n"
 	"       swapext kmod unload [NAME]                (default swapext)\n"
 	"       swapext kmod version | selftest\n"
-	"       swapext kmod attach [-r] [-n] [-e] [-o] DEVICE (prints the instance id)\n"
+	"       swapext kmod attach [-r] [-n] [-e] [-o] [-c] DEVICE (prints the instance id)\n"
 	"       swapext kmod detach|shutdown|sync|checkpoint|info ID\n"
 	"       swapext kmod alloc [-s] ID MINLEN MAXLEN [HINT]   (prints BNO LEN)\n"
 	"       swapext kmod free [-s] ID BNO LEN\n"
@@ -39,7 +39,7 @@ static const char kmod_usage[] =
 	"       swapext kmod awrite [-n] ID FD OFF TEXT [FD OFF TEXT]...   (one atomic write)\n"
 	"       swapext kmod awrite-abi ID FD            (malformed AWRITEs must be refused)\n"
 	"       swapext kmod logstats ID\n"
-	"       swapext kmod writers [-o] [-s N] [-b KIB] DEVICE THREADS COUNT\n"
+	"       swapext kmod writers [-o] [-c] [-s N | -f N] [-b KIB] DEVICE THREADS COUNT\n"
 	"       swapext kmod clone ID DST_FD SRC_FD\n"
 	"       swapext kmod swaprange ID FILE2_FD FILE1_FD OFF1 OFF2 LEN [FLAGS]\n"
 	"       swapext kmod swapext [-s] ID TARGET_FD TMP_FD LEN   (-s: a stale record)\n";
@@ -138,7 +138,10 @@ static int kmod_unload(int argc, char **argv)
 	return 0;
 }
 
-/* attach [-r] [-n] [-e] [-o] DEVICE; -e: a log record per transaction, -o: forces in flight */
+/*
+ * attach [-r] [-n] [-e] [-o] [-c] DEVICE; -e: a log record per transaction,
+ * -o: forces in flight, -c: shutdown loses the writes not flushed (tests)
+ */
 static int kmod_attach(int argc, char **argv)
 {
 	struct sx_kctl_attach ka;
@@ -154,6 +157,8 @@ static int kmod_attach(int argc, char **argv)
 			ka.ka_flags |= SX_KCTL_ATTACH_LOG_EACH;
 		else if (!strcmp(argv[i], "-o"))
 			ka.ka_flags |= SX_KCTL_ATTACH_OVERLAP;
+		else if (!strcmp(argv[i], "-c"))
+			ka.ka_flags |= SX_KCTL_ATTACH_VOLATILE;
 		else
 			return tool_fail("attach: unknown option %s", argv[i]);
 	}

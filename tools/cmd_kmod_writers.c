@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * swapext kmod writers [-o] [-s N] [-b KIB] DEVICE THREADS COUNT:
+ * swapext kmod writers [-o] [-c] [-s N | -f N] [-b KIB] DEVICE THREADS COUNT:
  * concurrent atomic writers in the kernel module, checked after a remount.
  *
  * It attaches DEVICE, gives each of THREADS threads two files of its own
@@ -21,10 +21,15 @@
  * thread must hold the same write, no older than the last one the thread
  * was told was durable and no newer than the last it tried; without -s, the
  * last one, checked before the remount too.  SHUTDOWN fails all I/O from
- * then on but keeps what the disk already took, flushed or not: this
- * checks atomicity and recovery in the kernel, not that a write said to be
- * durable survives the loss of the disk's cache, which the userspace crash
- * tests check with a device that loses unflushed writes.
+ * then on but keeps what the disk already took, flushed or not, unless -c
+ * attached the device volatile (SX_KCTL_ATTACH_VOLATILE): then it loses
+ * every write no flush covered, as a power cut that takes the disk's
+ * write cache would, and a write said to be durable must survive that.
+ * -f N cuts there instead: the N-th log flush from the start fails (the
+ * fault site log_flush), which shuts the mount down, and the first thread
+ * to see a write fail then issues the SHUTDOWN: with -c the records that
+ * force and any force in flight beside it wrote are lost, and every write
+ * of theirs must have failed.
  *
  * Without -o no force may fly (LOGSTATS); with it some must, when the two
  * files fit in a write's record (at most 16 KiB in all: each file is 6 KiB,
@@ -58,6 +63,7 @@ struct wr_run {
 	u32		id;		/* the instance */
 	u32		nonce;		/* names this run's files and patterns */
 	u64		shutdown_at;	/* 0, or the successful write that shuts down */
+	u64		fail_flush;	/* 0, or the log flush that fails (-f) */
 	u64		ok;		/* writes that succeeded so far */
 	int		shut_error;	/* SHUTDOWN's result */
 	bool		shut_begun;	/* set before SHUTDOWN is issued */
@@ -217,6 +223,32 @@ static void wr_maybe_shutdown(struct wr_run *run, int ctl)
 	run->shut_error = wr_ioctl(ctl, SX_KCTL_SHUTDOWN, &kid);
 }
 
+/* -f: the first thread whose write failed cuts the power after the failure. */
+static void wr_cut_after_failure(struct wr_run *run, int ctl)
+{
+	struct sx_kctl_id kid;
+
+	if (__atomic_exchange_n(&run->shut_begun, true, __ATOMIC_SEQ_CST))
+		return;
+	memset(&kid, 0, sizeof(kid));
+	kid.ki_id = run->id;
+	run->shut_error = wr_ioctl(ctl, SX_KCTL_SHUTDOWN, &kid);
+}
+
+/* Arm (@nth > 0) or clear the fault site log_flush: the @nth-th flush from now fails. */
+static int wr_fault(u64 nth)
+{
+	struct sx_kctl_fault kf;
+
+	memset(&kf, 0, sizeof(kf));
+	if (nth) {
+		strcpy(kf.kf_name, "log_flush");
+		kf.kf_nth = nth;
+		kf.kf_error = -EIO;
+	}
+	return kmod_ioctl(SX_KCTL_FAULT, &kf, "fault log_flush");
+}
+
 static void *wr_thread_run(void *arg)
 {
 	struct wr_thread *t = arg;
@@ -247,6 +279,8 @@ static void *wr_thread_run(void *arg)
 		t->error = wr_ioctl(ctl, SX_KCTL_AWRITE, &ka);
 		if (t->error) {
 			t->error_after_shutdown = __atomic_load_n(&run->shut_begun, __ATOMIC_SEQ_CST);
+			if (run->fail_flush)
+				wr_cut_after_failure(run, ctl);
 			break;
 		}
 		t->durable = k;
@@ -363,7 +397,8 @@ static int wr_judge(const struct wr_run *run, const struct wr_thread *ts, u32 nt
 
 		if (!t->error && t->durable == t->count)
 			continue;
-		if (t->error == -EIO && t->error_after_shutdown)
+		/* -f: the failed flush shut the mount down, and every write after it fails */
+		if (t->error == -EIO && (t->error_after_shutdown || run->fail_flush))
 			continue;
 		fprintf(stderr, "thread %u: stopped at write %u of %u: %s%s\n", t->index, t->tried,
 			t->count, tool_strerror(t->error),
@@ -373,6 +408,11 @@ static int wr_judge(const struct wr_run *run, const struct wr_thread *ts, u32 nt
 	if (run->shutdown_at && !run->shut_begun) {
 		fprintf(stderr, "writers: the shutdown at write %llu never came\n",
 			(unsigned long long)run->shutdown_at);
+		bad++;
+	}
+	if (run->fail_flush && !run->shut_begun) {
+		fprintf(stderr, "writers: no write failed after log flush %llu was made to fail\n",
+			(unsigned long long)run->fail_flush);
 		bad++;
 	}
 	if (run->shut_begun && run->shut_error) {
@@ -389,7 +429,7 @@ static u32 wr_blocks_of(u64 bytes, u32 bsize)
 }
 
 /* Parse the options; false on a bad one (printed). */
-static bool wr_options(int *argcp, char ***argvp, u32 *flags, u64 *shutdown_at, u64 *kib)
+static bool wr_options(int *argcp, char ***argvp, u32 *flags, struct wr_run *run, u64 *kib)
 {
 	int argc = *argcp;
 	char **argv = *argvp;
@@ -397,8 +437,14 @@ static bool wr_options(int *argcp, char ***argvp, u32 *flags, u64 *shutdown_at, 
 	while (argc > 0 && argv[0][0] == '-') {
 		if (!strcmp(argv[0], "-o")) {
 			*flags |= SX_KCTL_ATTACH_OVERLAP;
-		} else if (!strcmp(argv[0], "-s") && argc > 1 && kmod_num(argv[1], shutdown_at) &&
-			   *shutdown_at) {
+		} else if (!strcmp(argv[0], "-c")) {
+			*flags |= SX_KCTL_ATTACH_VOLATILE;
+		} else if (!strcmp(argv[0], "-s") && argc > 1 && !run->fail_flush &&
+			   kmod_num(argv[1], &run->shutdown_at) && run->shutdown_at) {
+			argc--;
+			argv++;
+		} else if (!strcmp(argv[0], "-f") && argc > 1 && !run->shutdown_at &&
+			   kmod_num(argv[1], &run->fail_flush) && run->fail_flush) {
 			argc--;
 			argv++;
 		} else if (!strcmp(argv[0], "-b") && argc > 1 && kmod_num(argv[1], kib) && *kib &&
@@ -432,7 +478,7 @@ int kmod_writers(int argc, char **argv)
 	u8 *buf = NULL;
 
 	memset(&run, 0, sizeof(run));
-	if (!wr_options(&argc, &argv, &flags, &run.shutdown_at, &kib))
+	if (!wr_options(&argc, &argv, &flags, &run, &kib))
 		return 1;
 	if (argc != 3 || strlen(argv[0]) >= sizeof(((struct sx_kctl_attach *)0)->ka_path) ||
 	    !kmod_num(argv[1], &nthreads) || !nthreads || nthreads > WR_MAX_THREADS ||
@@ -466,10 +512,12 @@ int kmod_writers(int argc, char **argv)
 	}
 	free(buf);
 	buf = NULL;
-	if (wr_logstats(run.id, &l0))
+	if (wr_logstats(run.id, &l0) || (run.fail_flush && wr_fault(run.fail_flush)))
 		goto fail_detach;
 
 	secs = wr_run_threads(ts, (u32)nthreads);
+	if (run.fail_flush)
+		bad += wr_fault(0) != 0;
 	bad += wr_judge(&run, ts, (u32)nthreads);
 	bad += wr_logstats(run.id, &l1) != 0;
 	if (!run.shut_begun)
@@ -507,11 +555,12 @@ int kmod_writers(int argc, char **argv)
 	}
 	free(ts);
 	printf("%s%llu threads x %llu writes of 2 files: %llu durable in %.2f s, %llu forces, "
-	       "%llu in flight, %llu records recovered%s\n",
+	       "%llu in flight, %llu records recovered%s%s\n",
 	       bad ? "FAILED: " : "", (unsigned long long)nthreads, (unsigned long long)count,
 	       (unsigned long long)durable, secs, (unsigned long long)(l1.kl_forces - l0.kl_forces),
 	       (unsigned long long)(l1.kl_flights - l0.kl_flights), (unsigned long long)recs,
-	       run.shut_begun ? " after a shutdown" : "");
+	       run.shut_begun ? " after a shutdown" : "",
+	       run.shut_begun && (flags & SX_KCTL_ATTACH_VOLATILE) ? " that lost the cache" : "");
 	return bad ? 1 : 0;
 
 fail_detach:

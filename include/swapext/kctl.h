@@ -49,7 +49,7 @@ struct sx_kctl_version {
 #define SX_KCTL_FEAT_SWAPRANGE	(1u << 2)
 #define SX_KCTL_FEAT_FAULTS	(1u << 3)	/* fault sites can be armed */
 #define SX_KCTL_FEAT_SWAPEXT	(1u << 4)	/* XFS_IOC_SWAPEXT (swapext_compat.h) */
-#define SX_KCTL_FEAT_ATOMIC	(1u << 5)	/* AWRITE, LOGSTATS, ATTACH_OVERLAP */
+#define SX_KCTL_FEAT_ATOMIC	(1u << 5)	/* AWRITE, LOGSTATS, ATTACH_OVERLAP, _VOLATILE */
 
 /* ATTACH: mount the filesystem on a block device (log recovery runs). */
 struct sx_kctl_attach {
@@ -72,6 +72,12 @@ struct sx_kctl_attach {
 #define SX_KCTL_ATTACH_NORECOVERY	(1u << 1)	/* with RDONLY */
 #define SX_KCTL_ATTACH_LOG_EACH		(1u << 2)	/* SX_MOUNT_LOG_EACH */
 #define SX_KCTL_ATTACH_OVERLAP		(1u << 3)	/* SX_MOUNT_OVERLAP_FORCES */
+/*
+ * For tests: the device keeps what each write overwrote until a flush
+ * covers the write, and SHUTDOWN puts it back: a power cut that loses the
+ * disk's write cache (not with RDONLY).
+ */
+#define SX_KCTL_ATTACH_VOLATILE		(1u << 4)
 
 /* DETACH, SHUTDOWN, SYNC, CHECKPOINT: one instance. */
 struct sx_kctl_id {

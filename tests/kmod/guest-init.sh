@@ -425,6 +425,48 @@ case "$ver" in
 	writers "writers-in-flight-shutdown" -o -s 50 /dev/vda 4 40
 	writers "writers-in-flight-beside-manifests" -o -b 64 /dev/vda 4 20
 	writers "writers-beside-manifests-shutdown" -o -b 64 -s 30 /dev/vda 4 20
+	# A volatile device (attach -c) loses at SHUTDOWN the writes no flush
+	# covered: a write whose log flush failed (the fault site) is on the
+	# disk, and recovery replays it, unless the device lost it.
+	case "$ver" in
+	*faults*)
+		for mode in kept lost; do
+			opt=; [ $mode = lost ] && opt=-c
+			vid=$(swapext kmod attach $opt /dev/vda 2>/dev/null) || { fail "volatile-$mode: attach"; break; }
+			vf=$(swapext kmod create "$vid" "volatile-$mode")
+			swapext kmod pwrite "$vid" "$vf" 0 before > /dev/null && swapext kmod fsync "$vid" "$vf"
+			swapext kmod fault log_flush 1 5 > /dev/null
+			out=$(swapext kmod awrite "$vid" "$vf" 0 after! 2>&1)
+			swapext kmod fault-clear > /dev/null
+			swapext kmod shutdown "$vid"
+			swapext kmod detach "$vid" > /dev/null 2>&1
+			vid=$(swapext kmod attach /dev/vda 2>/dev/null) || { fail "volatile-$mode: reattach"; break; }
+			vf=$(swapext kmod open "$vid" "volatile-$mode") && got=$(swapext kmod pread "$vid" "$vf" 0 6)
+			want=after!; [ $mode = lost ] && want=before
+			case "$out" in
+			*"Input/output error"*) [ "$got" = "$want" ] && pass "volatile-$mode (the unflushed record: $got)" ||
+				fail "volatile-$mode: read $got, expected $want" ;;
+			*) fail "volatile-$mode: the write whose flush failed returned: $out" ;;
+			esac
+			swapext kmod detach "$vid" > /dev/null 2>&1
+		done
+		;;
+	esac
+	# the same cuts on a device that loses every write no flush covered
+	writers "writers-power-cut" -c -s 50 /dev/vda 4 40
+	writers "writers-in-flight-power-cut" -o -c -s 50 /dev/vda 4 40
+	writers "writers-in-flight-power-cut-early" -o -c -s 7 /dev/vda 4 40
+	writers "writers-beside-manifests-power-cut" -o -c -b 64 -s 30 /dev/vda 4 20
+	case "$ver" in
+	*faults*)
+		# the N-th log flush fails, then the power goes with the cache
+		for n in 3 10 25; do
+			writers "writers-flush-$n-fails-power-cut" -c -f $n /dev/vda 4 40
+			writers "writers-in-flight-flush-$n-fails-power-cut" -o -c -f $n /dev/vda 4 40
+		done
+		;;
+	esac
+	dmesg | sed -n 's/.*swapext: power cut: /KCHECK-INFO power cut: /p'
 	;;
 *)
 	fail "atomic-writes: the module does not offer them ($ver)"
