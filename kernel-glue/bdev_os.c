@@ -12,20 +12,15 @@
  * SX_BDEV_FUA writes carry REQ_FUA (the block layer turns that into a write
  * and a flush on a device without FUA); flush is blkdev_issue_flush(), an
  * empty REQ_PREFLUSH bio.  The page cache of the device is not used, so
- * reads see exactly what earlier writes put on the device.
- *
- * A volatile device (sx_kbdev_set_volatile(), for tests) keeps the bytes
- * each write overwrote until a flush issued after the write returned has
- * returned (or the write was FUA), and sx_kdev_kill() puts them back,
- * newest first, and flushes: the device then holds what a power cut that
- * lost its whole write cache would have left.  A write still in flight at
- * the kill may land after that or not, as it could at a power cut.
+ * reads see exactly what earlier writes put on the device.  A device made
+ * volatile for tests passes its writes and flushes through
+ * bdev_volatile_os.c, which can lose the unflushed ones at a power cut.
  */
 #include "sx_platform.h"
 #include "sx_kglue.h"
+#include "kbdev.h"
 #include <swapext/format.h>
 #include <linux/blkdev.h>
-#include <linux/list.h>
 #include <linux/bio.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
@@ -34,27 +29,6 @@
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
-
-struct sx_kbdev {
-	struct sx_kdev		kb_kd;		/* first: sx_kdev_kill() finds it */
-	struct block_device	*kb_bdev;
-	fmode_t			kb_mode;
-	bool			kb_rdonly;
-	bool			kb_volatile;
-	struct mutex		kb_undo_lock;	/* kb_undo, kb_flushes */
-	struct list_head	kb_undo;	/* struct sx_kbdev_undo, oldest first */
-	u64			kb_flushes;	/* flushes issued */
-};
-
-/* What a write of a volatile device overwrote, until a flush covers it. */
-struct sx_kbdev_undo {
-	struct list_head	u_list;
-	u64			u_off;
-	size_t			u_len;
-	bool			u_done;		/* the write returned */
-	u64			u_flush;	/* 0, or the first flush issued after that */
-	u8			*u_old;		/* vmalloc'd */
-};
 
 /* The kernel block device behind @bd. */
 static struct sx_kbdev *sx_kbdev_of(struct sx_bdev *bd)
@@ -81,7 +55,7 @@ static struct page *sx_kbdev_page(const void *p)
 }
 
 /* Move @len bytes at @buf to or from byte @off with bios of type @opf. */
-static int sx_kbdev_bios(struct sx_kbdev *kb, u64 off, u8 *buf, size_t len,
+int sx_kbdev_bios(struct sx_kbdev *kb, u64 off, u8 *buf, size_t len,
 			 blk_opf_t opf)
 {
 	sector_t sector = off >> SECTOR_SHIFT;
@@ -122,7 +96,7 @@ static bool sx_kbdev_direct_ok(struct sx_kbdev *kb, const void *buf)
 }
 
 /* A page-aligned buffer for @len bytes that allocation cannot recurse for. */
-static void *sx_kbdev_bounce_alloc(size_t len)
+void *sx_kbdev_bounce_alloc(size_t len)
 {
 	unsigned int noio = memalloc_noio_save();
 	void *p = vmalloc(len);
@@ -161,100 +135,12 @@ static int sx_kbdev_read(struct sx_bdev *bd, u64 off, void *buf, size_t len)
 	return error;
 }
 
-/* Keep the @len bytes at @off that a write of a volatile device is about to overwrite. */
-static struct sx_kbdev_undo *sx_kbdev_undo_save(struct sx_kbdev *kb, u64 off, size_t len)
-{
-	struct sx_kbdev_undo *u = kzalloc(sizeof(*u), GFP_NOIO);
-	int error;
-
-	if (!u)
-		return ERR_PTR(-ENOMEM);
-	u->u_old = sx_kbdev_bounce_alloc(len);
-	if (!u->u_old) {
-		kfree(u);
-		return ERR_PTR(-ENOMEM);
-	}
-	error = sx_kbdev_bios(kb, off, u->u_old, len, REQ_OP_READ);
-	if (error) {
-		vfree(u->u_old);
-		kfree(u);
-		return ERR_PTR(error);
-	}
-	u->u_off = off;
-	u->u_len = len;
-	mutex_lock(&kb->kb_undo_lock);
-	list_add_tail(&u->u_list, &kb->kb_undo);
-	mutex_unlock(&kb->kb_undo_lock);
-	return u;
-}
-
-static void sx_kbdev_undo_free(struct sx_kbdev_undo *u)
-{
-	list_del(&u->u_list);
-	vfree(u->u_old);
-	kfree(u);
-}
-
-/* A flush of a volatile device: what it covers is durable once it returns. */
-static int sx_kbdev_flush_volatile(struct sx_kbdev *kb)
-{
-	struct sx_kbdev_undo *u, *next;
-	u64 gen;
-	int error;
-
-	mutex_lock(&kb->kb_undo_lock);
-	gen = ++kb->kb_flushes;
-	list_for_each_entry(u, &kb->kb_undo, u_list)
-		if (u->u_done && !u->u_flush)
-			u->u_flush = gen;
-	mutex_unlock(&kb->kb_undo_lock);
-	error = blkdev_issue_flush(kb->kb_bdev);
-	if (error)
-		return error;
-	mutex_lock(&kb->kb_undo_lock);
-	list_for_each_entry_safe(u, next, &kb->kb_undo, u_list)
-		if (u->u_flush && u->u_flush <= gen)
-			sx_kbdev_undo_free(u);
-	mutex_unlock(&kb->kb_undo_lock);
-	return 0;
-}
-
-/*
- * The power cut of a volatile device: every write that returned and no
- * flush covered is undone.  A write still in flight keeps its entry (its
- * writer marks it done; destroy frees it) and may land or not.
- */
-static void sx_kbdev_lose_cache(struct sx_kdev *kd)
-{
-	struct sx_kbdev *kb = container_of(kd, struct sx_kbdev, kb_kd);
-	struct sx_kbdev_undo *u, *prev;
-	unsigned int lost = 0;
-	int error = 0;
-
-	mutex_lock(&kb->kb_undo_lock);
-	list_for_each_entry_safe_reverse(u, prev, &kb->kb_undo, u_list) {
-		if (!u->u_done)
-			continue;
-		if (!error)
-			error = sx_kbdev_bios(kb, u->u_off, u->u_old, u->u_len,
-					      REQ_OP_WRITE | REQ_SYNC);
-		lost++;
-		sx_kbdev_undo_free(u);
-	}
-	mutex_unlock(&kb->kb_undo_lock);
-	if (!error)
-		error = blkdev_issue_flush(kb->kb_bdev);
-	pr_info("swapext: power cut: %u writes not flushed were lost%s\n", lost,
-		error ? " (undoing them failed)" : "");
-}
-
 /* Write @len bytes at @off; with SX_BDEV_FUA durable when it returns. */
 static int sx_kbdev_write(struct sx_bdev *bd, u64 off, const void *buf, size_t len,
 			  unsigned int flags)
 {
 	struct sx_kbdev *kb = sx_kbdev_of(bd);
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
-	struct sx_kbdev_undo *undo = NULL;
 	void *io = (void *)buf;
 	int error;
 
@@ -277,21 +163,10 @@ static int sx_kbdev_write(struct sx_bdev *bd, u64 off, const void *buf, size_t l
 	}
 	if (is_vmalloc_addr(io))
 		flush_kernel_vmap_range(io, len);
-	if (kb->kb_volatile && !(flags & SX_BDEV_FUA)) {
-		undo = sx_kbdev_undo_save(kb, off, len);
-		if (IS_ERR(undo)) {
-			error = PTR_ERR(undo);
-			undo = NULL;
-			goto out;
-		}
-	}
-	error = sx_kbdev_bios(kb, off, io, len, opf);
-	if (undo) {
-		mutex_lock(&kb->kb_undo_lock);
-		undo->u_done = true;
-		mutex_unlock(&kb->kb_undo_lock);
-	}
-out:
+	if (kb->kb_vol)
+		error = sx_kbvol_write(kb, off, io, len, opf);
+	else
+		error = sx_kbdev_bios(kb, off, io, len, opf);
 	if (io != buf)
 		vfree(io);
 	return error;
@@ -306,8 +181,8 @@ static int sx_kbdev_flush(struct sx_bdev *bd)
 		return -EROFS;
 	if (sx_kdev_dead(bd))
 		return -EIO;
-	if (kb->kb_volatile)
-		return sx_kbdev_flush_volatile(kb);
+	if (kb->kb_vol)
+		return sx_kbvol_flush(kb);
 	return blkdev_issue_flush(kb->kb_bdev);
 }
 
@@ -334,10 +209,8 @@ static int sx_kbdev_discard(struct sx_bdev *bd, u64 off, u64 len)
 static void sx_kbdev_destroy(struct sx_bdev *bd)
 {
 	struct sx_kbdev *kb = sx_kbdev_of(bd);
-	struct sx_kbdev_undo *u, *next;
 
-	list_for_each_entry_safe(u, next, &kb->kb_undo, u_list)
-		sx_kbdev_undo_free(u);
+	sx_kbvol_destroy(kb);
 	blkdev_put(kb->kb_bdev, kb->kb_mode);
 	kfree(kb);
 }
@@ -376,8 +249,6 @@ int sx_kbdev_open(const char *path, bool rdonly, struct sx_bdev **bdp)
 		return -EINVAL;
 	}
 	atomic_set(&kb->kb_kd.kd_dead, 0);
-	mutex_init(&kb->kb_undo_lock);
-	INIT_LIST_HEAD(&kb->kb_undo);
 	kb->kb_kd.kd_bd.bd_ops = &sx_kbdev_ops;
 	kb->kb_kd.kd_bd.bd_ctx = kb;
 	kb->kb_kd.kd_bd.bd_size = bdev_nr_bytes(bdev);
@@ -386,22 +257,17 @@ int sx_kbdev_open(const char *path, bool rdonly, struct sx_bdev **bdp)
 	return 0;
 }
 
-/* Make a device from sx_kbdev_open() volatile (before any I/O; see the top). */
-void sx_kbdev_set_volatile(struct sx_bdev *bd)
-{
-	struct sx_kbdev *kb = sx_kbdev_of(bd);
-
-	kb->kb_volatile = true;
-	kb->kb_kd.kd_lose = sx_kbdev_lose_cache;
-}
-
-/* Cut the power of a kernel device: every later I/O fails with -EIO. */
-void sx_kdev_kill(struct sx_bdev *bd)
+/*
+ * Cut the power of a kernel device: every later I/O fails with -EIO, and a
+ * volatile device loses its cache; how many writes it lost, or -errno.
+ */
+int sx_kdev_kill(struct sx_bdev *bd)
 {
 	struct sx_kdev *kd = container_of(bd, struct sx_kdev, kd_bd);
 
 	if (atomic_xchg(&kd->kd_dead, 1) == 0 && kd->kd_lose)
-		kd->kd_lose(kd);
+		return kd->kd_lose(kd);
+	return 0;
 }
 
 /* Close any kernel device. */

@@ -45,6 +45,7 @@ struct sx_kinst {
 	struct sx_mount		*ki_mp;
 	struct sx_bdev		*ki_bd;
 	u32			ki_id;
+	u32			ki_cut_lost;	/* writes the device lost at SHUTDOWN */
 	char			ki_path[SX_KCTL_PATH_MAX];
 };
 
@@ -135,8 +136,11 @@ static long sx_kctl_attach(void __user *uarg)
 	error = sx_kbdev_open(ka->ka_path, ka->ka_flags & SX_KCTL_ATTACH_RDONLY, &bd);
 	if (error)
 		goto out_free;
-	if (ka->ka_flags & SX_KCTL_ATTACH_VOLATILE)
-		sx_kbdev_set_volatile(bd);
+	if (ka->ka_flags & SX_KCTL_ATTACH_VOLATILE) {
+		error = sx_kbdev_set_volatile(bd, ka->ka_seed);
+		if (error)
+			goto out_bdev;
+	}
 	if (ka->ka_flags & SX_KCTL_ATTACH_RDONLY)
 		mo.mo_flags |= SX_MOUNT_RDONLY;
 	if (ka->ka_flags & SX_KCTL_ATTACH_NORECOVERY)
@@ -244,9 +248,12 @@ static long sx_kctl_simple(unsigned int cmd, void __user *uarg)
 		return -ENOENT;
 	switch (cmd) {
 	case SX_KCTL_SHUTDOWN:
-		/* the device first: not one more write reaches it */
-		sx_kdev_kill(ki->ki_bd);
+		/* the device first: no write issued after this reaches it */
+		error = sx_kdev_kill(ki->ki_bd);
 		sx_shutdown(ki->ki_mp);
+		if (error > 0)
+			WRITE_ONCE(ki->ki_cut_lost, error);
+		error = min(error, 0);
 		pr_info("swapext: instance %u shut down\n", ki->ki_id);
 		break;
 	case SX_KCTL_SYNC_FS:
@@ -598,6 +605,7 @@ static long sx_kctl_logstats(void __user *uarg)
 	if (!ki)
 		return -ENOENT;
 	sx_log_get_stats(ki->ki_mp, &st);
+	kl.kl_cut_lost = READ_ONCE(ki->ki_cut_lost);
 	sx_kinst_put(ki);
 	kl.kl_trans = st.ls_trans;
 	kl.kl_forces = st.ls_forces;

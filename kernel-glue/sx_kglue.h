@@ -20,8 +20,8 @@
 struct sx_kdev {
 	struct sx_bdev	kd_bd;
 	atomic_t	kd_dead;
-	/* what a power cut loses, done once by sx_kdev_kill() (NULL: nothing) */
-	void		(*kd_lose)(struct sx_kdev *kd);
+	/* what a power cut loses, done once by sx_kdev_kill(): writes lost or -errno */
+	int		(*kd_lose)(struct sx_kdev *kd);
 };
 
 /* sx_kdev_dead() - true once sx_kdev_kill() was called on @bd */
@@ -46,10 +46,11 @@ int sx_kbdev_open(const char *path, bool rdonly, struct sx_bdev **bdp);
 
 /**
  * sx_kbdev_set_volatile() - make a device from sx_kbdev_open() lose, when
- * sx_kdev_kill() cuts its power, every write that no flush made durable
- * (for tests: a disk that loses its write cache); call before any I/O
+ * sx_kdev_kill() cuts its power, the writes that no flush made durable
+ * (for tests: a disk that loses its write cache): all of them, or with a
+ * nonzero @seed a random choice (bdev_volatile_os.c); call before any I/O
  */
-void sx_kbdev_set_volatile(struct sx_bdev *bd);
+int sx_kbdev_set_volatile(struct sx_bdev *bd, u32 seed);
 
 /**
  * sx_kmemdev_create() - a device of @size bytes in vmalloc'd memory
@@ -60,9 +61,10 @@ int sx_kmemdev_create(u64 size, u32 sectsize, struct sx_bdev **bdp);
  * sx_kdev_kill() - make every later I/O of a device from sx_kbdev_open()
  * or sx_kmemdev_create() fail with -EIO at once (a simulated power cut; the
  * control device's SHUTDOWN).  Writes already submitted complete.  A
- * volatile device then loses its unflushed writes.
+ * volatile device then loses its unflushed writes.  Return: how many it
+ * lost (0 for any other device), or a negative errno if undoing failed.
  */
-void sx_kdev_kill(struct sx_bdev *bd);
+int sx_kdev_kill(struct sx_bdev *bd);
 
 /** sx_kdev_destroy() - close a device; NULL is ignored */
 void sx_kdev_destroy(struct sx_bdev *bd);

@@ -39,7 +39,7 @@ static const char kmod_usage[] =
 	"       swapext kmod awrite [-n] ID FD OFF TEXT [FD OFF TEXT]...   (one atomic write)\n"
 	"       swapext kmod awrite-abi ID FD            (malformed AWRITEs must be refused)\n"
 	"       swapext kmod logstats ID\n"
-	"       swapext kmod writers [-o] [-c] [-s N | -f N] [-b KIB] DEVICE THREADS COUNT\n"
+	"       swapext kmod writers [-o] [-c | -r SEED] [-s N | -f N] [-b KIB] DEVICE THREADS COUNT\n"
 	"       swapext kmod clone ID DST_FD SRC_FD\n"
 	"       swapext kmod swaprange ID FILE2_FD FILE1_FD OFF1 OFF2 LEN [FLAGS]\n"
 	"       swapext kmod swapext [-s] ID TARGET_FD TMP_FD LEN   (-s: a stale record)\n";
@@ -457,11 +457,11 @@ static int kmod_logstats(int argc, char **argv)
 	if (kmod_ioctl(SX_KCTL_LOGSTATS, &kl, "logstats"))
 		return 1;
 	printf("transactions %llu\nforces %llu\nflights %llu\nrecords %llu\nbytes %llu\n"
-	       "waits %llu\ncheckpoints %llu\n",
+	       "waits %llu\ncheckpoints %llu\ncut-lost %llu\n",
 	       (unsigned long long)kl.kl_trans, (unsigned long long)kl.kl_forces,
 	       (unsigned long long)kl.kl_flights, (unsigned long long)kl.kl_records,
 	       (unsigned long long)kl.kl_bytes, (unsigned long long)kl.kl_waits,
-	       (unsigned long long)kl.kl_checkpoints);
+	       (unsigned long long)kl.kl_checkpoints, (unsigned long long)kl.kl_cut_lost);
 	return 0;
 }
 

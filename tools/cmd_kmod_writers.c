@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * swapext kmod writers [-o] [-c] [-s N | -f N] [-b KIB] DEVICE THREADS COUNT:
+ * swapext kmod writers [-o] [-c | -r SEED] [-s N | -f N] [-b KIB] DEVICE THREADS COUNT:
  * concurrent atomic writers in the kernel module, checked after a remount.
  *
  * It attaches DEVICE, gives each of THREADS threads two files of its own
@@ -24,15 +24,18 @@
  * then on but keeps what the disk already took, flushed or not, unless -c
  * attached the device volatile (SX_KCTL_ATTACH_VOLATILE): then it loses
  * every write no flush covered, as a power cut that takes the disk's
- * write cache would, and a write said to be durable must survive that.
+ * write cache would, and a write said to be durable must survive that;
+ * -r SEED loses a random choice of them instead (bdev_volatile_os.c), so
+ * that a record may survive while data it maps is lost.
  * -f N cuts there instead: the N-th log flush from the start fails (the
  * fault site log_flush), which shuts the mount down, and the first thread
  * to see a write fail then issues the SHUTDOWN: with -c the records that
- * force and any force in flight beside it wrote are lost, and every write
- * of theirs must have failed.
+ * force and any force in flight beside it wrote are lost (at least one
+ * write must be), and every write of theirs must have failed; the fault
+ * must have fired.
  *
- * Without -o no force may fly (LOGSTATS); with it some must, when the two
- * files fit in a write's record (at most 16 KiB in all: each file is 6 KiB,
+ * Without -o no force may fly (LOGSTATS); with it some must in a run not
+ * cut short (no -s or -f), when the two files fit in a write's record (at most 16 KiB in all: each file is 6 KiB,
  * rounded up to a block).  With -b the files of odd threads have KIB KiB
  * each: past the 16 KiB the engine carries in a record
  * (engine/file_atomic_direct.c) they are written in place before the
@@ -114,13 +117,14 @@ static int wr_ioctl(int ctl, unsigned long cmd, void *arg)
 }
 
 /* Attach @dev (@flags SX_KCTL_ATTACH_*); 0 or -errno (printed). */
-static int wr_attach(const char *dev, u32 flags, u32 *idp, u64 *recordsp)
+static int wr_attach(const char *dev, u32 flags, u32 seed, u32 *idp, u64 *recordsp)
 {
 	struct sx_kctl_attach ka;
 	int ret;
 
 	memset(&ka, 0, sizeof(ka));
 	ka.ka_flags = flags;
+	ka.ka_seed = seed;
 	strcpy(ka.ka_path, dev);
 	ret = kmod_ioctl(SX_KCTL_ATTACH, &ka, dev);
 	if (ret)
@@ -235,18 +239,37 @@ static void wr_cut_after_failure(struct wr_run *run, int ctl)
 	run->shut_error = wr_ioctl(ctl, SX_KCTL_SHUTDOWN, &kid);
 }
 
-/* Arm (@nth > 0) or clear the fault site log_flush: the @nth-th flush from now fails. */
-static int wr_fault(u64 nth)
+/*
+ * The fault site log_flush: with @nth > 0 every site is forgotten and its
+ * @nth-th call from now fails; with 0 it only counts from now on.  Its
+ * calls since it was named go to *@hitsp.
+ */
+static int wr_fault(u64 nth, u64 *hitsp)
+{
+	struct sx_kctl_fault kf;
+	int ret;
+
+	memset(&kf, 0, sizeof(kf));
+	if (nth) {
+		ret = kmod_ioctl(SX_KCTL_FAULT, &kf, "fault-clear");
+		if (ret)
+			return ret;
+	}
+	strcpy(kf.kf_name, "log_flush");
+	kf.kf_nth = nth;
+	kf.kf_error = -EIO;
+	ret = kmod_ioctl(SX_KCTL_FAULT, &kf, "fault log_flush");
+	*hitsp = kf.kf_hits;
+	return ret;
+}
+
+/* Forget every fault site. */
+static int wr_fault_clear(void)
 {
 	struct sx_kctl_fault kf;
 
 	memset(&kf, 0, sizeof(kf));
-	if (nth) {
-		strcpy(kf.kf_name, "log_flush");
-		kf.kf_nth = nth;
-		kf.kf_error = -EIO;
-	}
-	return kmod_ioctl(SX_KCTL_FAULT, &kf, "fault log_flush");
+	return kmod_ioctl(SX_KCTL_FAULT, &kf, "fault-clear");
 }
 
 static void *wr_thread_run(void *arg)
@@ -429,7 +452,8 @@ static u32 wr_blocks_of(u64 bytes, u32 bsize)
 }
 
 /* Parse the options; false on a bad one (printed). */
-static bool wr_options(int *argcp, char ***argvp, u32 *flags, struct wr_run *run, u64 *kib)
+static bool wr_options(int *argcp, char ***argvp, u32 *flags, struct wr_run *run, u64 *kib,
+		       u64 *seed)
 {
 	int argc = *argcp;
 	char **argv = *argvp;
@@ -439,6 +463,11 @@ static bool wr_options(int *argcp, char ***argvp, u32 *flags, struct wr_run *run
 			*flags |= SX_KCTL_ATTACH_OVERLAP;
 		} else if (!strcmp(argv[0], "-c")) {
 			*flags |= SX_KCTL_ATTACH_VOLATILE;
+		} else if (!strcmp(argv[0], "-r") && argc > 1 && kmod_num(argv[1], seed) && *seed &&
+			   *seed <= UINT32_MAX) {
+			*flags |= SX_KCTL_ATTACH_VOLATILE;
+			argc--;
+			argv++;
 		} else if (!strcmp(argv[0], "-s") && argc > 1 && !run->fail_flush &&
 			   kmod_num(argv[1], &run->shutdown_at) && run->shutdown_at) {
 			argc--;
@@ -469,7 +498,7 @@ int kmod_writers(int argc, char **argv)
 	struct sx_kctl_info ki;
 	struct wr_thread *ts = NULL;
 	struct wr_run run;
-	u64 nthreads, count, kib = 0, recs = 0, durable = 0;
+	u64 nthreads, count, kib = 0, seed = 0, recs = 0, durable = 0, hits = 0;
 	u32 flags = 0, small, large, i;
 	bool flyable;
 	const char *dev;
@@ -478,7 +507,7 @@ int kmod_writers(int argc, char **argv)
 	u8 *buf = NULL;
 
 	memset(&run, 0, sizeof(run));
-	if (!wr_options(&argc, &argv, &flags, &run, &kib))
+	if (!wr_options(&argc, &argv, &flags, &run, &kib, &seed))
 		return 1;
 	if (argc != 3 || strlen(argv[0]) >= sizeof(((struct sx_kctl_attach *)0)->ka_path) ||
 	    !kmod_num(argv[1], &nthreads) || !nthreads || nthreads > WR_MAX_THREADS ||
@@ -487,7 +516,7 @@ int kmod_writers(int argc, char **argv)
 				 WR_MAX_THREADS, WR_MAX_COUNT);
 	dev = argv[0];
 	run.nonce = (u32)time(NULL) ^ ((u32)getpid() << 16);
-	if (wr_attach(dev, flags, &run.id, NULL))
+	if (wr_attach(dev, flags, (u32)seed, &run.id, NULL))
 		return 1;
 	memset(&ki, 0, sizeof(ki));
 	ki.ki_id = run.id;
@@ -512,21 +541,32 @@ int kmod_writers(int argc, char **argv)
 	}
 	free(buf);
 	buf = NULL;
-	if (wr_logstats(run.id, &l0) || (run.fail_flush && wr_fault(run.fail_flush)))
+	if (wr_logstats(run.id, &l0) || (run.fail_flush && wr_fault(run.fail_flush, &hits)))
 		goto fail_detach;
 
 	secs = wr_run_threads(ts, (u32)nthreads);
-	if (run.fail_flush)
-		bad += wr_fault(0) != 0;
+	if (run.fail_flush) {
+		bad += wr_fault(0, &hits) != 0 || wr_fault_clear() != 0;
+		if (hits < run.fail_flush) {
+			fprintf(stderr, "writers: log flush %llu never came (%llu flushes)\n",
+				(unsigned long long)run.fail_flush, (unsigned long long)hits);
+			bad++;
+		}
+	}
 	bad += wr_judge(&run, ts, (u32)nthreads);
 	bad += wr_logstats(run.id, &l1) != 0;
 	if (!run.shut_begun)
 		bad += wr_verify(run.id, ts, (u32)nthreads, false, "before the remount");
 	for (i = 0; i < nthreads; i++)
 		durable += ts[i].durable;
-	if ((flags & SX_KCTL_ATTACH_OVERLAP) && flyable && l1.kl_flights == l0.kl_flights) {
+	if ((flags & SX_KCTL_ATTACH_OVERLAP) && flyable && !run.shutdown_at && !run.fail_flush &&
+	    l1.kl_flights == l0.kl_flights) {
 		fprintf(stderr, "writers: no force flew (%llu forces)\n",
 			(unsigned long long)(l1.kl_forces - l0.kl_forces));
+		bad++;
+	}
+	if (run.fail_flush && (flags & SX_KCTL_ATTACH_VOLATILE) && !seed && !l1.kl_cut_lost) {
+		fprintf(stderr, "writers: the cut after the failed flush lost no write\n");
 		bad++;
 	}
 	if (!(flags & SX_KCTL_ATTACH_OVERLAP) && l1.kl_flights != l0.kl_flights) {
@@ -543,7 +583,7 @@ int kmod_writers(int argc, char **argv)
 			unmount ? tool_strerror(unmount) : "clean");
 		bad++;
 	}
-	if (wr_attach(dev, 0, &run.id, &recs))
+	if (wr_attach(dev, 0, 0, &run.id, &recs))
 		goto fail;
 	bad += wr_verify(run.id, ts, (u32)nthreads, true, "after the remount");
 	wr_close_all(run.id, ts, (u32)nthreads);
@@ -555,12 +595,16 @@ int kmod_writers(int argc, char **argv)
 	}
 	free(ts);
 	printf("%s%llu threads x %llu writes of 2 files: %llu durable in %.2f s, %llu forces, "
-	       "%llu in flight, %llu records recovered%s%s\n",
+	       "%llu in flight, %llu records recovered%s%s",
 	       bad ? "FAILED: " : "", (unsigned long long)nthreads, (unsigned long long)count,
 	       (unsigned long long)durable, secs, (unsigned long long)(l1.kl_forces - l0.kl_forces),
 	       (unsigned long long)(l1.kl_flights - l0.kl_flights), (unsigned long long)recs,
 	       run.shut_begun ? " after a shutdown" : "",
 	       run.shut_begun && (flags & SX_KCTL_ATTACH_VOLATILE) ? " that lost the cache" : "");
+	if (run.shut_begun && (flags & SX_KCTL_ATTACH_VOLATILE))
+		printf(" (%llu writes%s)", (unsigned long long)l1.kl_cut_lost,
+		       seed ? ", chosen at random" : "");
+	printf("\n");
 	return bad ? 1 : 0;
 
 fail_detach:

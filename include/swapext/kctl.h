@@ -66,7 +66,7 @@ struct sx_kctl_attach {
 	uint64_t	ka_rs_head_lsn;
 	uint64_t	ka_rs_tail_lsn;
 	int32_t		ka_rs_stop_reason;
-	uint32_t	ka_pad;
+	uint32_t	ka_seed;			/* in: with ATTACH_VOLATILE, see there */
 };
 #define SX_KCTL_ATTACH_RDONLY		(1u << 0)
 #define SX_KCTL_ATTACH_NORECOVERY	(1u << 1)	/* with RDONLY */
@@ -75,7 +75,9 @@ struct sx_kctl_attach {
 /*
  * For tests: the device keeps what each write overwrote until a flush
  * covers the write, and SHUTDOWN puts it back: a power cut that loses the
- * disk's write cache (not with RDONLY).
+ * disk's write cache (not with RDONLY).  ka_seed 0 loses every write not
+ * flushed; another seed a random choice of them (writes of the same
+ * blocks together).  LOGSTATS then says how many were lost.
  */
 #define SX_KCTL_ATTACH_VOLATILE		(1u << 4)
 
@@ -215,7 +217,7 @@ struct sx_kctl_awrite {
 };
 #define SX_KCTL_AWRITE_MAX	(16u << 20)
 
-/* LOGSTATS: what an instance's log did since it was attached. */
+/* LOGSTATS: what an instance's log did since it was attached (and its device lost). */
 struct sx_kctl_logstats {
 	uint32_t	kl_id;		/* in */
 	uint32_t	kl_pad;
@@ -226,6 +228,7 @@ struct sx_kctl_logstats {
 	uint64_t	kl_bytes;	/* bytes of records written */
 	uint64_t	kl_waits;	/* callers that slept while another thread forced */
 	uint64_t	kl_checkpoints;
+	uint64_t	kl_cut_lost;	/* writes a volatile device lost at SHUTDOWN */
 };
 
 #define SX_KCTL_VERSION		SX_IOR(SX_KCTL_TYPE, 0, struct sx_kctl_version)
@@ -268,6 +271,6 @@ _Static_assert(sizeof(struct sx_kctl_select) == 8, "sx_kctl_select changed size"
 _Static_assert(sizeof(struct sx_kctl_bulkstat) == 144, "sx_kctl_bulkstat changed size");
 _Static_assert(sizeof(struct sx_kctl_aiov) == 32, "sx_kctl_aiov changed size");
 _Static_assert(sizeof(struct sx_kctl_awrite) == 24, "sx_kctl_awrite changed size");
-_Static_assert(sizeof(struct sx_kctl_logstats) == 64, "sx_kctl_logstats changed size");
+_Static_assert(sizeof(struct sx_kctl_logstats) == 72, "sx_kctl_logstats changed size");
 
 #endif /* SWAPEXT_KCTL_H */
