@@ -124,6 +124,7 @@ static long sx_kctl_attach(void __user *uarg)
 			      SX_KCTL_ATTACH_LOG_EACH | SX_KCTL_ATTACH_OVERLAP |
 			      SX_KCTL_ATTACH_VOLATILE)) ||
 	    ((ka->ka_flags & SX_KCTL_ATTACH_VOLATILE) && (ka->ka_flags & SX_KCTL_ATTACH_RDONLY)) ||
+	    (ka->ka_seed && !(ka->ka_flags & SX_KCTL_ATTACH_VOLATILE)) ||
 	    strnlen(ka->ka_path, sizeof(ka->ka_path)) >= sizeof(ka->ka_path))
 		goto out_free;
 	ki = kzalloc(sizeof(*ki), GFP_KERNEL);

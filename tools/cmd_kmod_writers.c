@@ -593,7 +593,6 @@ int kmod_writers(int argc, char **argv)
 		fprintf(stderr, "writers: detach after the check: %s\n", tool_strerror(unmount));
 		bad++;
 	}
-	free(ts);
 	printf("%s%llu threads x %llu writes of 2 files: %llu durable in %.2f s, %llu forces, "
 	       "%llu in flight, %llu records recovered%s%s",
 	       bad ? "FAILED: " : "", (unsigned long long)nthreads, (unsigned long long)count,
@@ -604,7 +603,11 @@ int kmod_writers(int argc, char **argv)
 	if (run.shut_begun && (flags & SX_KCTL_ATTACH_VOLATILE))
 		printf(" (%llu writes%s)", (unsigned long long)l1.kl_cut_lost,
 		       seed ? ", chosen at random" : "");
+	printf("; durable a thread:");
+	for (i = 0; i < nthreads; i++)
+		printf(" %u", ts[i].durable);
 	printf("\n");
+	free(ts);
 	return bad ? 1 : 0;
 
 fail_detach:
