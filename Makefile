@@ -315,7 +315,8 @@ faults:
 SOAK_SECONDS	?= 600
 soak:
 	@$(call DEPS,test)
-	@$(SUBMAKE) tests
+	@$(call DEPS,kernel) || true
+	@$(SUBMAKE) tests tool
 	@SOAK_SECONDS=$(SOAK_SECONDS) $(if $(FSX_OPS),SX_FSX_OPS=$(FSX_OPS)) \
 		bash scripts/soak.sh $(BUILD)
 

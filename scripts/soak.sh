@@ -12,8 +12,12 @@
 # seed, SX_FSX_OPS to change), the seeded crash tests (crash_clone,
 # crash_data, crash_journal, crash_names; every write of the workload cut in
 # each mode), the random unit tests (test_bmap, test_btree) and the thread
-# stress (threads: its three phases, forces in flight among them), in turn,
-# each with a seed from /dev/urandom that is printed before it runs.  A run
+# stress (threads: its three phases, forces in flight among them), and,
+# where `make kcheck` can run, power cuts of concurrent atomic writers in
+# the kernel module (kcuts: a guest boot of tests/kmod/kcheck.sh with
+# KCHECK_SEED, eight cuts whose points and cache losses come from the
+# seed), in turn, each with a seed from /dev/urandom that is printed
+# before it runs.  A run
 # that fails (exit status, or over SOAK_RUN_TIMEOUT seconds, default 900) keeps
 # its log in BUILD_DIR/soak/, fsx its image there too (SX_FSX_SAVE), and
 # the seed goes to BUILD_DIR/soak/failed with the command that replays it
@@ -47,6 +51,11 @@ for p in "${progs[@]}"; do
 		exit 2
 	fi
 done
+if bash tests/kmod/kcheck.sh --probe "$build" "$build/swapext" > /dev/null 2>&1; then
+	progs+=(kcuts)
+else
+	echo "soak: no kernel cuts: $(bash tests/kmod/kcheck.sh --probe "$build" "$build/swapext" 2>&1 | tail -n 1)"
+fi
 
 mkdir -p "$dir"
 : > "$dir/results"
@@ -66,6 +75,7 @@ work_of() {
 	awk '
 	/^fsx: seed [0-9]+ passed: [0-9]+ operations/ { ops += $5 }
 	/^crash points: [0-9]+/ { pts += $3 }
+	/^KCHECK PASS seeded-cut/ { pts++ }
 	END { printf "%d %d", ops, pts }' "$log"
 }
 
@@ -80,17 +90,24 @@ worker() {
 		log=$dir/$name-$seed.log
 		echo "soak: [$id] $name seed $seed"
 		t0=$(date +%s)
-		SX_TEST_SEED=$seed SX_FSX_SAVE=$dir/$name-$seed.img SX_TEST_TMPDIR=$dir \
-			timeout "$run_timeout" "$build/$p" < /dev/null > "$log" 2>&1
+		if [ "$p" = kcuts ]; then
+			replay="KCHECK_SEED=$seed bash tests/kmod/kcheck.sh $dir/kcuts-$id $build/swapext"
+			KCHECK_SEED=$seed timeout "$run_timeout" bash tests/kmod/kcheck.sh \
+				"$dir/kcuts-$id" "$build/swapext" < /dev/null > "$log" 2>&1
+		else
+			replay="SX_TEST_SEED=$seed $build/$p"
+			SX_TEST_SEED=$seed SX_FSX_SAVE=$dir/$name-$seed.img SX_TEST_TMPDIR=$dir \
+				timeout "$run_timeout" "$build/$p" < /dev/null > "$log" 2>&1
+		fi
 		rc=$?
 		t1=$(date +%s)
 		if [ $rc = 0 ]; then
 			work=$(work_of "$log")
 			echo "$name $seed pass $work" >> "$dir/results"
-			rm -f "$log" "$dir/$name-$seed.img"
+			rm -f "$log" "$dir/$name-$seed.img" "$dir/kcuts-$id/kcheck/disk.img"
 		else
 			echo "$name $seed FAIL 0 0" >> "$dir/results"
-			echo "SX_TEST_SEED=$seed $build/$p    # exit $rc, log $log" >> "$dir/failed"
+			echo "$replay    # exit $rc, log $log" >> "$dir/failed"
 			echo "soak: [$id] $name seed $seed FAILED (exit $rc after $(( t1 - t0 )) s); log $log"
 			tail -n 5 "$log" | sed 's/^/soak:    /'
 		fi
@@ -117,7 +134,7 @@ END {
 }' "$dir/results"
 if grep -q ' FAIL ' "$dir/results"; then
 	echo "soak: replay the failures with (from $dir/failed):"
-	grep -F -f <(awk '$3 == "FAIL" { print "SX_TEST_SEED=" $2 " " }' "$dir/results") \
+	grep -F -f <(awk '$3 == "FAIL" { print "_SEED=" $2 " " }' "$dir/results") \
 		"$dir/failed" | sed 's/^/  /'
 	exit 1
 fi

@@ -48,6 +48,43 @@ for m in $(cat /mods/order); do
 	fi
 done
 pass "load-dependencies"
+# KCHECK_SEED (make soak): only power cuts of concurrent atomic writers, at
+# points and with cache losses drawn from the seed, then the host's check.
+if [ -n "${KCHECK_SEED:-}" ]; then
+	check "kmod-load" swapext kmod load /swapext.ko
+	# the seed's last nine digits, behind a 1 so that no leading 0 makes it octal
+	s=$((1$(echo "$KCHECK_SEED" | tail -c 10) % 2147483629))
+	echo "KCHECK-INFO seed $KCHECK_SEED: $s"
+	i=0
+	r=$s
+	while [ $i -lt 8 ]; do
+		i=$((i + 1))
+		# an LCG; its high bits choose, its low ones repeat too soon
+		r=$(( (r * 1103515245 + 12345) % 2147483648 ))
+		h=$((r / 65536))
+		case $((h % 4)) in
+		0) set -- -s $((h % 120 + 1)) /dev/vda 4 40 ;;
+		1) set -- -f $((h % 40 + 1)) /dev/vda 4 40 ;;
+		2) set -- -b 64 -s $((h % 60 + 1)) /dev/vda 4 20 ;;
+		3) set -- -b 1200 -s $((h % 7 + 9)) /dev/vda 2 8 ;;
+		esac
+		o=-o; [ $((h / 4 % 3)) = 0 ] && o=
+		[ "$r" = 0 ] && r=1
+		if out=$(swapext kmod writers $o -r "$r" "$@" 2>&1); then
+			pass "seeded-cut-$i (-r $r $o $*: $(echo "$out" | tail -n 1))"
+		else
+			fail "seeded-cut-$i (-r $r $o $*): $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+		fi
+	done
+	# what the guest counts free, for the host's count of the same image
+	if id=$(swapext kmod attach /dev/vda 2>/dev/null); then
+		echo "KCHECK-FREE $(swapext kmod info "$id" | sed -n 's/^free //p')"
+		swapext kmod detach "$id" > /dev/null 2>&1
+	fi
+	check "unload" swapext kmod unload
+	finish
+fi
+
 check "kmod-load-selftest" swapext kmod load /swapext.ko selftest=1
 [ -c /dev/swapext-ctl ] && pass "control-device" || { fail "control-device: no /dev/swapext-ctl"; finish; }
 

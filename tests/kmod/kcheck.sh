@@ -72,6 +72,7 @@ cp "$build/kmod-consumer/sxuser.ko" "$root/sxuser.ko"
 {
 	echo '#!/bin/busybox sh'
 	echo "export KCHECK_BS=$bs"
+	echo "export KCHECK_SEED=${KCHECK_SEED:-}"
 	tail -n +2 "$srcdir/tests/kmod/guest-init.sh"
 } > "$root/init"
 chmod +x "$root/init"
