@@ -302,6 +302,12 @@ void sx_event_wait(struct sx_event *e)
 	wait_for_completion(&e->e_done);
 }
 
+/* As sx_event_wait(): a kernel thread that waits sleeps at once. */
+void sx_event_wait_busy(struct sx_event *e, unsigned int yields)
+{
+	wait_for_completion(&e->e_done);
+}
+
 /* Set @e and wake its waiter, which may free it at once. */
 void sx_event_set(struct sx_event *e)
 {

@@ -422,17 +422,21 @@ void sx_cond_broadcast(struct sx_cond *c)
 
 /*
  * Events.  On Linux the waiter sleeps on the event's word with a futex,
- * and a set is a store and a wake: the wake is a system call on the
- * word's address that reads none of the event's memory, so the waiter may
- * already be gone (a wake that lands on a word reused since can only
- * cause a spurious wakeup, which every futex user tolerates).  Elsewhere
- * the event's word is guarded by one process-wide lock: the waiter cannot
- * return before the setter lets go of it.
+ * and a set is a store and, if the waiter said it sleeps, a wake: the
+ * wake is a system call on the word's address that reads none of the
+ * event's memory, so the waiter may already be gone (a wake that lands on
+ * a word reused since can only cause a spurious wakeup, which every futex
+ * user tolerates).  Elsewhere the event's word is guarded by one
+ * process-wide lock: the waiter cannot return before the setter lets go
+ * of it.  A busy wait yields with sched_yield() before either.
  */
+#include <sched.h>
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+enum { SX_EVENT_CLEAR, SX_EVENT_SET, SX_EVENT_SLEEPING };
 
 static void sx_futex(uint32_t *word, int op, uint32_t val)
 {
@@ -440,6 +444,8 @@ static void sx_futex(uint32_t *word, int op, uint32_t val)
 	(void)syscall(SYS_futex, word, op, val, NULL, NULL, 0);
 }
 #else
+enum { SX_EVENT_CLEAR, SX_EVENT_SET };
+
 static pthread_mutex_t sx_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sx_event_cond = PTHREAD_COND_INITIALIZER;
 #endif
@@ -447,16 +453,36 @@ static pthread_cond_t sx_event_cond = PTHREAD_COND_INITIALIZER;
 /* Initialise an event, not set. */
 void sx_event_init(struct sx_event *e)
 {
-	__atomic_store_n(&e->e_set, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->e_set, SX_EVENT_CLEAR, __ATOMIC_RELAXED);
 }
 
-/* Sleep until @e is set. */
-void sx_event_wait(struct sx_event *e)
+/*
+ * Wait until @e is set, yielding up to @yields times first.  On Linux the
+ * word is SX_EVENT_CLEAR, SX_EVENT_SET or SX_EVENT_SLEEPING (the waiter
+ * is about to sleep or asleep in FUTEX_WAIT): a set that finds the waiter
+ * still yielding makes no system call, and wakes nobody.
+ */
+void sx_event_wait_busy(struct sx_event *e, unsigned int yields)
 {
 #ifdef __linux__
-	while (!__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
-		sx_futex(&e->e_set, FUTEX_WAIT_PRIVATE, 0);
+	uint32_t clear = SX_EVENT_CLEAR;
+
+	for (; yields; yields--) {
+		if (__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE) == SX_EVENT_SET)
+			return;
+		sched_yield();
+	}
+	if (!__atomic_compare_exchange_n(&e->e_set, &clear, SX_EVENT_SLEEPING, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+		return;		/* set meanwhile */
+	while (__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE) != SX_EVENT_SET)
+		sx_futex(&e->e_set, FUTEX_WAIT_PRIVATE, SX_EVENT_SLEEPING);
 #else
+	for (; yields; yields--) {
+		if (__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
+			return;
+		sched_yield();
+	}
 	VERIFY(pthread_mutex_lock(&sx_event_lock) == 0);
 	while (!__atomic_load_n(&e->e_set, __ATOMIC_ACQUIRE))
 		VERIFY(pthread_cond_wait(&sx_event_cond, &sx_event_lock) == 0);
@@ -464,15 +490,22 @@ void sx_event_wait(struct sx_event *e)
 #endif
 }
 
+/* Sleep until @e is set. */
+void sx_event_wait(struct sx_event *e)
+{
+	sx_event_wait_busy(e, 0);
+}
+
 /* Set @e and wake its waiter, which may free it at once. */
 void sx_event_set(struct sx_event *e)
 {
 #ifdef __linux__
-	__atomic_store_n(&e->e_set, 1, __ATOMIC_RELEASE);
-	sx_futex(&e->e_set, FUTEX_WAKE_PRIVATE, 1);
+	/* FUTEX_WAKE reads nothing at the address: the event may be gone by then */
+	if (__atomic_exchange_n(&e->e_set, SX_EVENT_SET, __ATOMIC_ACQ_REL) == SX_EVENT_SLEEPING)
+		sx_futex(&e->e_set, FUTEX_WAKE_PRIVATE, 1);
 #else
 	VERIFY(pthread_mutex_lock(&sx_event_lock) == 0);
-	__atomic_store_n(&e->e_set, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->e_set, SX_EVENT_SET, __ATOMIC_RELEASE);
 	VERIFY(pthread_cond_broadcast(&sx_event_cond) == 0);
 	VERIFY(pthread_mutex_unlock(&sx_event_lock) == 0);
 #endif

@@ -129,6 +129,14 @@ void sx_cond_broadcast(struct sx_cond *c);
 void sx_event_init(struct sx_event *e);
 /** sx_event_wait() - sleep until @e is set (at once if it is) */
 void sx_event_wait(struct sx_event *e);
+/**
+ * sx_event_wait_busy() - wait until @e is set, first giving the CPU to
+ * other threads up to @yields times while it is not, and only then
+ * sleeping: for a wait that should end soon while other threads have
+ * work, where a sleep and a wake cost more than the yields.  The glue may
+ * sleep at once (the kernel's does).
+ */
+void sx_event_wait_busy(struct sx_event *e, unsigned int yields);
 /** sx_event_set() - set @e and wake its waiter */
 void sx_event_set(struct sx_event *e);
 

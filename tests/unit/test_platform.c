@@ -654,6 +654,7 @@ static void test_cond_timedwait(void **state)
 
 struct event_arg {
 	struct sx_event	ea_event;
+	unsigned int	ea_yields;	/* sx_event_wait_busy()'s, or 0: sx_event_wait() */
 	int		ea_payload;	/* written before the set, no lock */
 	struct sx_atomic ea_waiting;
 	struct sx_atomic ea_returned;
@@ -665,7 +666,10 @@ static void *event_waiter(void *arg)
 	struct event_arg *ea = arg;
 
 	sx_atomic_set(&ea->ea_waiting, 1);
-	sx_event_wait(&ea->ea_event);
+	if (ea->ea_yields)
+		sx_event_wait_busy(&ea->ea_event, ea->ea_yields);
+	else
+		sx_event_wait(&ea->ea_event);
 	ea->ea_seen = ea->ea_payload;
 	sx_atomic_set(&ea->ea_returned, 1);
 	return NULL;
@@ -697,6 +701,45 @@ static void test_event(void **state)
 	sx_event_init(&ea.ea_event);
 	sx_event_set(&ea.ea_event);
 	sx_event_wait(&ea.ea_event);	/* would hang if the set were lost */
+}
+
+/* Wait for @yields of sx_event_wait_busy() until a set @ms after the waiter began. */
+static void event_busy_once(unsigned int yields, int ms)
+{
+	struct event_arg ea = { .ea_yields = yields };
+	pthread_t t;
+
+	sx_event_init(&ea.ea_event);
+	sx_atomic_set(&ea.ea_waiting, 0);
+	sx_atomic_set(&ea.ea_returned, 0);
+	assert_int_equal(pthread_create(&t, NULL, event_waiter, &ea), 0);
+	while (!sx_atomic_read(&ea.ea_waiting))
+		sleep_ms(1);
+	sleep_ms(ms);
+	assert_int_equal(sx_atomic_read(&ea.ea_returned), 0);
+	ea.ea_payload = ms + 1;
+	sx_event_set(&ea.ea_event);
+	pthread_join(t, NULL);
+	assert_int_equal(sx_atomic_read(&ea.ea_returned), 1);
+	assert_int_equal(ea.ea_seen, ms + 1);
+}
+
+/*
+ * A busy wait lasts until the set too, and sees what was written before
+ * it: whether the set comes while the waiter still yields (a billion
+ * yields outlast 20 ms) or after it went to sleep (ten yields do not); a
+ * busy wait on an event already set returns at once.
+ */
+static void test_event_busy(void **state)
+{
+	struct sx_event e;
+
+	event_busy_once(1000000000u, 20);
+	event_busy_once(10, 20);
+	event_busy_once(1, 0);
+	sx_event_init(&e);
+	sx_event_set(&e);
+	sx_event_wait_busy(&e, 5);
 }
 
 #define EVENT_ROUNDS	20000
@@ -734,8 +777,8 @@ static void *event_setter(void *arg)
 	return NULL;
 }
 
-/* One round: an event on this frame's stack, handed over and waited for. */
-static int event_round(struct event_relay *er)
+/* One round: an event on this frame's stack, handed over and waited for (@yields busy). */
+static int event_round(struct event_relay *er, unsigned int yields)
 {
 	struct sx_event e;
 	int value = 0;
@@ -746,14 +789,19 @@ static int event_round(struct event_relay *er)
 	er->er_value = &value;
 	sx_cond_broadcast(&er->er_cond);
 	sx_mutex_unlock(&er->er_lock);
-	sx_event_wait(&e);
+	if (yields)
+		sx_event_wait_busy(&e, yields);
+	else
+		sx_event_wait(&e);
 	return value;
 }
 
 /*
  * Events on the waiter's stack, as the log's waiters keep them: each round
  * reuses the frame of the last, which its setter may still be leaving.
- * Every round must end, with the value written before its set.
+ * Every round must end, with the value written before its set.  Rounds
+ * take turns at sleeping at once, yielding a little and yielding until
+ * the set, so that a set finds its waiter in each state.
  */
 static void test_event_on_stack(void **state)
 {
@@ -765,7 +813,7 @@ static void test_event_on_stack(void **state)
 	sx_cond_init(&er.er_cond);
 	assert_int_equal(pthread_create(&t, NULL, event_setter, &er), 0);
 	for (i = 1; i <= EVENT_ROUNDS; i++)
-		assert_int_equal(event_round(&er), i);
+		assert_int_equal(event_round(&er, i % 3 == 0 ? 0 : i % 3 == 1 ? 3 : 1000000000u), i);
 	sx_mutex_lock(&er.er_lock);
 	er.er_done = true;
 	sx_cond_broadcast(&er.er_cond);
@@ -1380,6 +1428,7 @@ int main(void)
 		cmocka_unit_test(test_cond),
 		cmocka_unit_test(test_cond_timedwait),
 		cmocka_unit_test(test_event),
+		cmocka_unit_test(test_event_busy),
 		cmocka_unit_test(test_event_on_stack),
 		cmocka_unit_test(test_atomics_basic),
 		cmocka_unit_test(test_atomics_threads),
