@@ -426,9 +426,10 @@ void sx_cond_broadcast(struct sx_cond *c)
  * wake is a system call on the word's address that reads none of the
  * event's memory, so the waiter may already be gone (a wake that lands on
  * a word reused since can only cause a spurious wakeup, which every futex
- * user tolerates).  Elsewhere the event's word is guarded by one
- * process-wide lock: the waiter cannot return before the setter lets go
- * of it.  A busy wait yields with sched_yield() before either.
+ * user tolerates).  Elsewhere the event's word is set under one
+ * process-wide lock and the setter reads nothing of the event after its
+ * store, so a waiter may return (from its yields) while the setter still
+ * holds the lock.  A busy wait yields with sched_yield() before either.
  */
 #include <sched.h>
 #ifdef __linux__
