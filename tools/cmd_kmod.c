@@ -366,11 +366,26 @@ static int kmod_file(const char *cmd, int argc, char **argv)
 	return 0;
 }
 
+s64 kmod_rw_at(u32 id, s32 fd, unsigned long cmd, void *buf, u64 len, u64 off, const char *what)
+{
+	struct sx_kctl_rw kr;
+	int ret;
+
+	memset(&kr, 0, sizeof(kr));
+	kr.kr_id = id;
+	kr.kr_fd = fd;
+	kr.kr_buf = (u64)(uintptr_t)buf;
+	kr.kr_len = len;
+	kr.kr_off = off;
+	ret = kmod_ioctl(cmd, &kr, what);
+	return ret ? ret : kr.kr_result;
+}
+
 /* pwrite ID FD OFF TEXT | pread ID FD OFF LEN */
 static int kmod_rw(const char *cmd, int argc, char **argv)
 {
-	struct sx_kctl_rw kr;
 	u64 id, fd, off, len = 0;
+	s64 n;
 	char *buf = NULL;
 	bool wr = !strcmp(cmd, "pwrite");
 	int ret;
@@ -386,18 +401,13 @@ static int kmod_rw(const char *cmd, int argc, char **argv)
 		if (!buf)
 			return tool_error(-ENOMEM, "pread");
 	}
-	memset(&kr, 0, sizeof(kr));
-	kr.kr_id = (u32)id;
-	kr.kr_fd = (s32)fd;
-	kr.kr_buf = (u64)(uintptr_t)buf;
-	kr.kr_len = len;
-	kr.kr_off = off;
-	ret = kmod_ioctl(wr ? SX_KCTL_PWRITE : SX_KCTL_PREAD, &kr, cmd);
+	n = kmod_rw_at((u32)id, (s32)fd, wr ? SX_KCTL_PWRITE : SX_KCTL_PREAD, buf, len, off, cmd);
+	ret = n < 0 ? (int)n : 0;
 	if (!ret) {
 		if (wr)
-			printf("%lld\n", (long long)kr.kr_result);
+			printf("%lld\n", (long long)n);
 		else
-			printf("%.*s\n", (int)kr.kr_result, buf);
+			printf("%.*s\n", (int)n, buf);
 	}
 	if (!wr)
 		free(buf);

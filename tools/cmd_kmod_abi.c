@@ -45,21 +45,6 @@ static const struct abi_case abi_cases[] = {
 /* A user address that is never mapped: below mmap_min_addr. */
 #define ABI_NOWHERE	((u64)16)
 
-/* Read the first ABI_PEEK bytes of @fd; the bytes read or -errno. */
-static s64 abi_peek(u32 id, s32 fd, u8 *buf)
-{
-	struct sx_kctl_rw kr;
-	int ret;
-
-	memset(&kr, 0, sizeof(kr));
-	kr.kr_id = id;
-	kr.kr_fd = fd;
-	kr.kr_buf = (u64)(uintptr_t)buf;
-	kr.kr_len = ABI_PEEK;
-	ret = kmod_ioctl(SX_KCTL_PREAD, &kr, "pread");
-	return ret ? ret : kr.kr_result;
-}
-
 /* Issue case @c against descriptor @fd of instance @id; its error. */
 static int abi_issue(const struct abi_case *c, u32 id, s32 fd)
 {
@@ -117,7 +102,7 @@ int kmod_awrite_abi(int argc, char **argv)
 
 	if (argc != 2 || !kmod_num(argv[0], &id) || !kmod_num(argv[1], &fd) || fd > INT32_MAX)
 		return tool_fail("awrite-abi: ID FD expected");
-	n0 = abi_peek((u32)id, (s32)fd, before);
+	n0 = kmod_rw_at((u32)id, (s32)fd, SX_KCTL_PREAD, before, ABI_PEEK, 0, "pread");
 	if (n0 < 0)
 		return 1;
 	for (i = 0; i < sizeof(abi_cases) / sizeof(abi_cases[0]); i++) {
@@ -129,7 +114,7 @@ int kmod_awrite_abi(int argc, char **argv)
 		bad += ret != c->want;
 	}
 	bad += abi_logstats((u32)id);
-	n1 = abi_peek((u32)id, (s32)fd, after);
+	n1 = kmod_rw_at((u32)id, (s32)fd, SX_KCTL_PREAD, after, ABI_PEEK, 0, "pread");
 	if (n1 != n0 || memcmp(before, after, (size_t)n0)) {
 		printf("the file changed\n");
 		bad++;

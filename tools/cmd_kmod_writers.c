@@ -175,21 +175,6 @@ static int wr_open(const struct wr_thread *t, u32 id, u32 file, bool create, s32
 	return 0;
 }
 
-/* PREAD or PWRITE of @len bytes at 0; the bytes moved or -errno. */
-static s64 wr_rw(u32 id, s32 fd, unsigned long cmd, void *buf, u64 len)
-{
-	struct sx_kctl_rw kr;
-	int ret;
-
-	memset(&kr, 0, sizeof(kr));
-	kr.kr_id = id;
-	kr.kr_fd = fd;
-	kr.kr_buf = (u64)(uintptr_t)buf;
-	kr.kr_len = len;
-	ret = kmod_ioctl(cmd, &kr, NULL);
-	return ret ? ret : kr.kr_result;
-}
-
 /* Thread @t's two files with their first contents (write 0), made durable. */
 static int wr_setup(struct wr_thread *t, u8 *buf)
 {
@@ -201,7 +186,7 @@ static int wr_setup(struct wr_thread *t, u8 *buf)
 		if (wr_open(t, t->run->id, file, true, &t->fd[file]))
 			return 1;
 		wr_pattern(t, file, 0, buf);
-		n = wr_rw(t->run->id, t->fd[file], SX_KCTL_PWRITE, buf, t->bytes);
+		n = kmod_rw_at(t->run->id, t->fd[file], SX_KCTL_PWRITE, buf, t->bytes, 0, NULL);
 		if (n != t->bytes)
 			return tool_error(n < 0 ? (int)n : -EIO, "first write of thread %u", t->index);
 		memset(&kf, 0, sizeof(kf));
@@ -343,7 +328,7 @@ static int wr_verify(u32 id, struct wr_thread *ts, u32 nthreads, bool reopen, co
 				ok = false;
 				break;
 			}
-			n = wr_rw(id, t->fd[file], SX_KCTL_PREAD, got[file], (u64)t->bytes + 1);
+			n = kmod_rw_at(id, t->fd[file], SX_KCTL_PREAD, got[file], (u64)t->bytes + 1, 0, NULL);
 			if (n != t->bytes) {
 				fprintf(stderr, "thread %u file %u %s: read %lld bytes, the file has %u\n",
 					t->index, file, when, (long long)n, t->bytes);

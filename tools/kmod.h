@@ -20,6 +20,12 @@ int kmod_ctl_open(void);
  */
 int kmod_ioctl(unsigned long cmd, void *arg, const char *what);
 
+/*
+ * kmod_rw_at() - PREAD or PWRITE (@cmd) of @len bytes at @off of descriptor
+ * @fd of instance @id: the bytes moved or -errno (printed as @what unless NULL)
+ */
+s64 kmod_rw_at(u32 id, s32 fd, unsigned long cmd, void *buf, u64 len, u64 off, const char *what);
+
 /* kmod_writers() - `swapext kmod writers ...` (cmd_kmod_writers.c) */
 int kmod_writers(int argc, char **argv);
 

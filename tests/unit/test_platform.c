@@ -676,35 +676,11 @@ static void *event_waiter(void *arg)
 }
 
 /*
- * A wait lasts until the set, and sees what the setter wrote before it;
- * a wait on an event already set returns at once.
+ * A waiter on a new event (sx_event_wait(), or sx_event_wait_busy() with
+ * @yields) until a set @ms after it began: it must not return before the
+ * set, and must see what was written before it.
  */
-static void test_event(void **state)
-{
-	struct event_arg ea = { .ea_payload = 0 };
-	pthread_t t;
-
-	sx_event_init(&ea.ea_event);
-	sx_atomic_set(&ea.ea_waiting, 0);
-	sx_atomic_set(&ea.ea_returned, 0);
-	assert_int_equal(pthread_create(&t, NULL, event_waiter, &ea), 0);
-	while (!sx_atomic_read(&ea.ea_waiting))
-		sleep_ms(1);
-	sleep_ms(20);
-	assert_int_equal(sx_atomic_read(&ea.ea_returned), 0);
-	ea.ea_payload = 42;
-	sx_event_set(&ea.ea_event);
-	pthread_join(t, NULL);
-	assert_int_equal(sx_atomic_read(&ea.ea_returned), 1);
-	assert_int_equal(ea.ea_seen, 42);
-
-	sx_event_init(&ea.ea_event);
-	sx_event_set(&ea.ea_event);
-	sx_event_wait(&ea.ea_event);	/* would hang if the set were lost */
-}
-
-/* Wait for @yields of sx_event_wait_busy() until a set @ms after the waiter began. */
-static void event_busy_once(unsigned int yields, int ms)
+static void event_wait_once(unsigned int yields, int ms)
 {
 	struct event_arg ea = { .ea_yields = yields };
 	pthread_t t;
@@ -725,6 +701,20 @@ static void event_busy_once(unsigned int yields, int ms)
 }
 
 /*
+ * A wait lasts until the set, and sees what the setter wrote before it;
+ * a wait on an event already set returns at once.
+ */
+static void test_event(void **state)
+{
+	struct sx_event e;
+
+	event_wait_once(0, 20);
+	sx_event_init(&e);
+	sx_event_set(&e);
+	sx_event_wait(&e);	/* would hang if the set were lost */
+}
+
+/*
  * A busy wait lasts until the set too, and sees what was written before
  * it: whether the set comes while the waiter still yields (a billion
  * yields outlast 20 ms) or after it went to sleep (ten yields do not); a
@@ -734,9 +724,9 @@ static void test_event_busy(void **state)
 {
 	struct sx_event e;
 
-	event_busy_once(1000000000u, 20);
-	event_busy_once(10, 20);
-	event_busy_once(1, 0);
+	event_wait_once(1000000000u, 20);
+	event_wait_once(10, 20);
+	event_wait_once(1, 0);
 	sx_event_init(&e);
 	sx_event_set(&e);
 	sx_event_wait_busy(&e, 5);
