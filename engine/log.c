@@ -157,7 +157,6 @@ void sx_log_destroy(struct sx_mount *mp)
 		sx_free(li);
 	}
 	ASSERT(sx_list_empty(&log->l_waiters));
-	ASSERT(log->l_nwaiters == 0);
 	ASSERT(log->l_flights == 0);
 	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);

@@ -47,11 +47,9 @@ static bool sx_log_in_flight(struct sx_log *log, u64 seq, u64 flush)
 	return log->l_flights && seq <= log->l_taken_seq && flush <= log->l_flush_begun;
 }
 
-static void sx_log_take_waiter(struct sx_log *log, struct sx_log_waiter *w, bool lead,
-			       struct sx_list *woken)
+static void sx_log_take_waiter(struct sx_log_waiter *w, bool lead, struct sx_list *woken)
 {
 	sx_list_del(&w->w_list);
-	log->l_nwaiters--;
 	w->w_lead = lead;
 	sx_list_add_tail(&w->w_list, woken);
 }
@@ -78,7 +76,7 @@ static void sx_log_wake(struct sx_log *log, bool lead, struct sx_list *woken)
 		struct sx_log_waiter *w = sx_list_entry(pos, struct sx_log_waiter, w_list);
 
 		if (sx_log_served(log, w->w_seq, w->w_flush))
-			sx_log_take_waiter(log, w, false, woken);
+			sx_log_take_waiter(w, false, woken);
 	}
 	if (!lead)
 		return;
@@ -86,7 +84,7 @@ static void sx_log_wake(struct sx_log *log, bool lead, struct sx_list *woken)
 		struct sx_log_waiter *w = sx_list_entry(pos, struct sx_log_waiter, w_list);
 
 		if (!sx_log_in_flight(log, w->w_seq, w->w_flush)) {
-			sx_log_take_waiter(log, w, true, woken);
+			sx_log_take_waiter(w, true, woken);
 			return;
 		}
 	}
@@ -105,6 +103,17 @@ static void sx_log_wake_list(struct sx_list *woken)
 		n = pos->next;
 		sx_event_set(&sx_list_entry(pos, struct sx_log_waiter, w_list)->w_event);
 	}
+}
+
+/* Whether at least @n callers are on l_waiters (l_wait_lock held): a walk of @n at most. */
+static bool sx_log_waiting(struct sx_log *log, u32 n)
+{
+	struct sx_list *pos;
+
+	sx_list_for_each(pos, &log->l_waiters)
+		if (!--n)
+			return true;
+	return false;
 }
 
 /*
@@ -130,8 +139,7 @@ static bool sx_log_wait_turn(struct sx_log *log, u64 seq, u64 flush)
 
 	sx_event_init(&w.w_event);
 	sx_list_add_tail(&w.w_list, &log->l_waiters);
-	log->l_nwaiters++;
-	yields = log->l_nwaiters >= SX_LOG_SPIN_SIBLINGS ? SX_LOG_SPIN_YIELDS : 0;
+	yields = sx_log_waiting(log, SX_LOG_SPIN_SIBLINGS) ? SX_LOG_SPIN_YIELDS : 0;
 	log->l_stats.ls_waits++;
 	sx_mutex_unlock(&log->l_wait_lock);
 	sx_event_wait_busy(&w.w_event, yields);

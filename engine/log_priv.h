@@ -207,7 +207,6 @@ struct sx_log {
 	 * behind a leader, whose end wakes it.
 	 */
 	struct sx_list	l_waiters;
-	u32		l_nwaiters;	/* on l_waiters */
 	struct sx_list	l_intents;
 	struct sx_list	l_ihash[SX_LOG_IHASH];
 	u32		l_nintents;
