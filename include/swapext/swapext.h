@@ -482,7 +482,12 @@ SX_API int sx_update_cancel(struct sx_mount *mp, struct sx_update *upd);
  * its old bytes or all of the new, after a crash too, with no limit on
  * size or alignment; or several ranges of several files as one change.
  *
- * How: the new bytes always go out of place, into new blocks.  A small
+ * How: a small change (at most 16 KiB of blocks) over blocks the files
+ * have written, of files that share no blocks, is one transaction whose
+ * log record carries the new contents of those blocks: they stay where
+ * they are, reads take them from the cache, recovery from the log, and a
+ * later checkpoint writes them home; nothing is allocated or freed.
+ * Otherwise the new bytes go out of place, into new blocks.  A small
  * change (at most 1 MiB of blocks, a few mappings) of files that share no
  * blocks is written into blocks allocated by one transaction, which also
  * frees the old blocks and maps the new ones in their place: one
@@ -535,9 +540,15 @@ enum {
 	 * record (for tests and benchmarks of that path).
 	 */
 	SX_ATOMIC_INPLACE	= (1u << 3),
+	/*
+	 * Give a small write over written blocks new blocks too, where its
+	 * record would otherwise carry the file's own blocks, left where
+	 * they are (for tests and benchmarks of that path).
+	 */
+	SX_ATOMIC_REMAP		= (1u << 4),
 };
 #define SX_ATOMIC_ALL_FLAGS	(SX_ATOMIC_NOSYNC | SX_ATOMIC_CHAIN | SX_ATOMIC_TWIN | \
-				 SX_ATOMIC_INPLACE)
+				 SX_ATOMIC_INPLACE | SX_ATOMIC_REMAP)
 
 /**
  * struct sx_atomic_iov - one range of sx_atomic_writev()

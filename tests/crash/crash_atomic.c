@@ -16,15 +16,21 @@
  *     through the log too, and recovery must not put call 1's image back
  *     over it.  Within one block it is all or nothing, and durable once
  *     its fsync returns, whatever the flags of the atomic calls;
- *  6. an atomic write over blocks of a that call 1 carried in its record
- *     and call 5 logged again: it frees them, and the free cancels their
- *     images in the log (recovery must replay neither over the blocks,
- *     which are free, nor leave them withheld or leaked).
+ *  6. a vectored write over written blocks of the three files, those of
+ *     a that call 1 carried in its record and call 5 logged again among
+ *     them: it logs them again where they are (recovery must replay the
+ *     newest image of each), or with SX_ATOMIC_REMAP it frees them, and
+ *     the free cancels their images in the log (recovery must replay
+ *     neither over the blocks, which are free, nor leave them withheld or
+ *     leaked).
  * Small changes of few pieces (1 and 3) go straight into new blocks in
- * one transaction, the others through twins; the whole sequence runs
- * again with SX_ATOMIC_TWIN (small changes remapped from twins in one
- * plain transaction) and with SX_ATOMIC_CHAIN, everything through the
- * swap intents.
+ * one transaction, or, over written blocks only (6), in their
+ * record as the files' own blocks, left where they are; the others go
+ * through twins.  The whole sequence runs again with SX_ATOMIC_REMAP
+ * (small changes always into new blocks: 6 frees what 1 and 5 logged),
+ * with SX_ATOMIC_TWIN (small changes remapped from twins in one plain
+ * transaction) and with SX_ATOMIC_CHAIN, everything through the swap
+ * intents.
  * Each call is durable when it returns; the sequence runs again with
  * SX_ATOMIC_NOSYNC and one sx_sync() at the end, so that one force writes
  * the calls' transactions and data manifest as a group, which the
@@ -77,13 +83,13 @@ static const struct rng ops[NOPS][6] = {
 	{ { 2, 5, 10 }, { 0, 47 * BS + 1, 2 * BS }, { 1, 0, 3 } },
 	{ { 1, 10 * BS + 1, 100 * BS } },
 	{ { 0, 12 * BS + 10, 100 } },
-	{ { 0, 11 * BS + 3, 2 * BS } },
+	{ { 0, 11 * BS + 3, 2 * BS }, { 1, 5 * BS + 7, 300 }, { 2, 100, 50 } },
 };
 
 static struct state st[NOPS + 1];
 static u8 *opbuf[NOPS][6];
 static struct sx_bdev *pristine;
-static u32 xflags;		/* SX_ATOMIC_CHAIN or _TWIN, SX_ATOMIC_NOSYNC, or none */
+static u32 xflags;		/* SX_ATOMIC_CHAIN, _TWIN or _REMAP, SX_ATOMIC_NOSYNC, or none */
 
 /* Fill @buf with bytes of a fixed sequence seeded @seed, never zero. */
 static void rfill(u8 *buf, u64 len, u64 seed)
@@ -352,15 +358,18 @@ int main(void)
 	cuts.nmodes = ARRAY_SIZE(all_modes);
 	cuts.per_point = sxc_pick(1, 5, 5);
 	make_states();
-	for (mode = 0; mode < 16; mode++) {
+	for (mode = 0; mode < 32; mode++) {
 		if ((mode & 2) && (mode & 8))
 			continue;	/* the intents always go through twins */
+		if ((mode & 16) && (mode & 10))
+			continue;	/* neither moves the files' own blocks */
 		wl_opts.mo_flags = (mode & 1) ? SX_MOUNT_LOG_EACH : 0;
 		xflags = ((mode & 2) ? SX_ATOMIC_CHAIN : 0) | ((mode & 4) ? SX_ATOMIC_NOSYNC : 0) |
-			 ((mode & 8) ? SX_ATOMIC_TWIN : 0);
-		printf("%s%s%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
+			 ((mode & 8) ? SX_ATOMIC_TWIN : 0) | ((mode & 16) ? SX_ATOMIC_REMAP : 0);
+		printf("%s%s%s%s%s:\n", (mode & 1) ? "a log record per transaction (LOG_EACH)" :
 		       "the log's default queue", (mode & 2) ? ", every write by intents" : "",
 		       (mode & 8) ? ", every write through twins" : "",
+		       (mode & 16) ? ", small writes into new blocks" : "",
 		       (mode & 4) ? ", not synced until one sync at the end" : "");
 		img = sxt_bdev_copy(pristine);
 		cbd = sxc_cut_dev(img, 1, 0, 0, &cd);

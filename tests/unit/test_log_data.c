@@ -118,6 +118,14 @@ static u64 phys(u64 off)
 	return (ext[0].ex_physical + (off - ext[0].ex_off)) / BS;
 }
 
+static u64 free_blocks(void)
+{
+	struct sx_info in;
+
+	assert_int_equal(sx_get_info(mp, &in), 0);
+	return in.in_free_blocks;
+}
+
 static void awrite(u64 off, u64 len, u8 seed, u32 flags)
 {
 	u8 *buf = malloc(len);
@@ -163,6 +171,84 @@ static void test_one_write(void **state)
 	verify();
 	sxt_bdev_peek(mem, b * BS, home, BS);
 	assert_memory_equal(home, model + 5 * BS, BS);
+}
+
+/*
+ * A small atomic write over written blocks carries the file's own blocks
+ * in its record: nothing is allocated, unmapped or freed, the blocks stay
+ * where they are, one device write and one flush make it durable, the
+ * blocks' home is untouched until a checkpoint writes them there, and
+ * recovery puts the images back.  Not yet durable (SX_ATOMIC_NOSYNC), a
+ * crash leaves the old bytes.
+ */
+static void test_own_blocks(void **state)
+{
+	struct sx_crashdev_stats c0, c1;
+	u8 old[2 * BS], home[2 * BS];
+	u64 b = phys(12 * BS), fr = free_blocks();
+
+	assert_int_equal(phys(13 * BS), b + 1);
+	sxt_bdev_peek(mem, b * BS, old, sizeof(old));
+	sx_crashdev_get_stats(cd, &c0);
+	awrite(12 * BS + 100, BS + 50, 42, 0);	/* both blocks partly */
+	sx_crashdev_get_stats(cd, &c1);
+	assert_int_equal(c1.cs_writes - c0.cs_writes, 1);
+	assert_int_equal(c1.cs_flushes - c0.cs_flushes, 1);
+	assert_int_equal(phys(12 * BS), b);
+	assert_int_equal(phys(13 * BS), b + 1);
+	assert_int_equal(free_blocks(), fr);
+	assert_int_equal(sx_bcache_data_count(mp), 2);
+	sxt_bdev_peek(mem, b * BS, home, sizeof(home));
+	assert_memory_equal(home, old, sizeof(home));
+	verify();
+
+	crash_remount();
+	verify();
+	assert_int_equal(phys(12 * BS), b);
+	assert_int_equal(free_blocks(), fr);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	assert_int_equal(sx_bcache_data_count(mp), 0);
+	sxt_bdev_peek(mem, b * BS, home, sizeof(home));
+	assert_memory_equal(home, model + 12 * BS, sizeof(home));
+
+	/* not durable: the power takes it */
+	memcpy(old, model + 12 * BS, sizeof(old));
+	awrite(12 * BS, 2 * BS, 43, SX_ATOMIC_NOSYNC);
+	verify();
+	memcpy(model + 12 * BS, old, sizeof(old));
+	crash_remount();
+	verify();
+}
+
+/*
+ * New blocks instead: with SX_ATOMIC_REMAP, and for a write that covers a
+ * hole or an unwritten extent anywhere (the whole call moves, the written
+ * blocks too).  Each reads back, and after a crash.
+ */
+static void test_own_blocks_not(void **state)
+{
+	u64 b = phys(12 * BS), w;
+
+	awrite(12 * BS, BS, 44, SX_ATOMIC_REMAP);
+	assert_true(phys(12 * BS) != b);
+
+	assert_int_equal(sx_punch(mp, fd, 21 * BS, BS), 0);
+	memset(model + 21 * BS, 0, BS);
+	w = phys(20 * BS);
+	awrite(20 * BS + 7, 2 * BS, 45, 0);
+	assert_true(phys(20 * BS) != w);
+	verify();
+
+	assert_int_equal(sx_punch(mp, fd, 25 * BS, BS), 0);
+	assert_int_equal(sx_fallocate(mp, fd, 25 * BS, BS), 0);
+	memset(model + 25 * BS, 0, BS);
+	w = phys(25 * BS);
+	awrite(25 * BS + 9, 30, 46, 0);
+	assert_true(phys(25 * BS) != w);
+	verify();
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	crash_remount();
+	verify();
 }
 
 /* A checkpoint writes the blocks home and lets their buffers go. */
@@ -219,14 +305,6 @@ static void test_overwrite_in_place(void **state)
 	verify();
 }
 
-static u64 free_blocks(void)
-{
-	struct sx_info in;
-
-	assert_int_equal(sx_get_info(mp, &in), 0);
-	return in.in_free_blocks;
-}
-
 /*
  * Fill the filesystem with file "filler" until one block is free (the one
  * just freed); its descriptor in *@ffd.  Return: the filler's size.
@@ -262,7 +340,9 @@ static bool data_gets(u64 b)
  * (its buffer was busy: here the test holds it), is not given to data
  * until a checkpoint moves the tail past it (metadata may take it: its own
  * image is newer), and nobody writes it in place meanwhile.  The
- * filesystem is filled first, so that it is the only free block.
+ * filesystem is filled first, so that it is the only free block (the
+ * writes move the blocks, SX_ATOMIC_REMAP, to a block past those the
+ * filler takes).
  */
 static void test_freed_not_reused(void **state)
 {
@@ -271,11 +351,11 @@ static void test_freed_not_reused(void **state)
 	u64 b;
 	int ffd;
 
-	awrite(50 * BS, BS, 70, 0);
+	awrite(50 * BS, BS, 70, SX_ATOMIC_REMAP);
 	b = phys(50 * BS);
 	bp = sx_buf_trylock_data(mp, b);
 	assert_non_null(bp);
-	awrite(50 * BS, BS, 71, 0);		/* frees b, durably */
+	awrite(50 * BS, BS, 71, SX_ATOMIC_REMAP);	/* frees b, durably */
 	sx_buf_relse(bp);
 	assert_true(phys(50 * BS) != b);
 	fill_but(&ffd);
@@ -305,9 +385,9 @@ static void test_freed_cancelled(void **state)
 	u64 b, fsz;
 	int ffd;
 
-	awrite(50 * BS, BS, 70, 0);
+	awrite(50 * BS, BS, 70, SX_ATOMIC_REMAP);
 	b = phys(50 * BS);
-	awrite(50 * BS, BS, 71, 0);		/* frees b, durably, and cancels its image */
+	awrite(50 * BS, BS, 71, SX_ATOMIC_REMAP);	/* frees b, durably, and cancels its image */
 	assert_true(phys(50 * BS) != b);
 
 	fsz = fill_but(&ffd);
@@ -328,10 +408,10 @@ static void test_freed_cancelled(void **state)
 	assert_int_equal(sx_punch(mp, ffd, 0, fsz + BS), 0);
 	assert_int_equal(sx_close(mp, ffd), 0);
 
-	awrite(51 * BS, BS, 74, 0);
+	awrite(51 * BS, BS, 74, SX_ATOMIC_REMAP);
 	b = phys(51 * BS);
 	memcpy(old, model + 51 * BS, BS);
-	awrite(51 * BS, BS, 75, 0);
+	awrite(51 * BS, BS, 75, SX_ATOMIC_REMAP);
 	assert_int_equal(sx_checkpoint(mp), 0);
 	assert_int_equal(bd->bd_ops->read(bd, b * BS, got, BS), 0);
 	assert_memory_not_equal(got, old, BS);	/* the checkpoint left it alone */
@@ -529,7 +609,7 @@ static void only_free(int ffd, u64 *fsize, u64 n)
 static void withhold_two(u64 off, u8 seed)
 {
 	awrite(off, 2 * BS, seed, 0);
-	awrite(off, 2 * BS, seed + 1, 0);
+	awrite(off, 2 * BS, seed + 1, SX_ATOMIC_REMAP);
 }
 
 /*
@@ -737,6 +817,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_blocks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_blocks_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
