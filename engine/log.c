@@ -125,6 +125,7 @@ int sx_log_init(struct sx_mount *mp, u64 head_lsn, u32 prev_crc, u64 next_tid)
 	sx_mutex_init(&log->l_wait_lock);
 	sx_cond_init(&log->l_space);
 	sx_cond_init(&log->l_flight_cond);
+	sx_cond_init(&log->l_gather_cond);
 	sx_list_init(&log->l_waiters);
 	mp->m_log = log;
 	return 0;
@@ -161,6 +162,7 @@ void sx_log_destroy(struct sx_mount *mp)
 	sx_log_mf_destroy(log);
 	sx_cond_destroy(&log->l_space);
 	sx_cond_destroy(&log->l_flight_cond);
+	sx_cond_destroy(&log->l_gather_cond);
 	sx_mutex_destroy(&log->l_lock);
 	sx_mutex_destroy(&log->l_wait_lock);
 	sx_mutex_destroy(&log->l_force_lock);

@@ -173,6 +173,16 @@ struct sx_log {
 	struct sx_mutex	l_wait_lock;
 	bool		l_leading;	/* a caller of sx_log_force_seq() is forcing */
 	/*
+	 * Gathering (sx_log_gather()), under l_wait_lock: the callers the
+	 * last force served or left waiting, whom the next leader waits for;
+	 * while it waits, how many waiters it wants (0: none gathers); and
+	 * how long the last flush took, which bounds the wait.
+	 */
+	u32		l_gather;
+	u32		l_gather_want;
+	u64		l_flush_ns;
+	struct sx_cond	l_gather_cond;	/* l_gather_want callers are waiting */
+	/*
 	 * Forces in flight (SX_MOUNT_OVERLAP_FORCES), under l_wait_lock.  A
 	 * leader whose force needs nothing of the forces before it (no data
 	 * to flush first, no manifest, no fence) lets the force lock and the

@@ -276,6 +276,12 @@ bool sx_cond_timedwait(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns)
 	return left == 0;
 }
 
+/* As sx_cond_timedwait(): a kernel thread that waits sleeps. */
+bool sx_cond_timedwait_busy(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns)
+{
+	return sx_cond_timedwait(c, m, timeout_ns);
+}
+
 /* Wake every waiter of @c. */
 void sx_cond_broadcast(struct sx_cond *c)
 {

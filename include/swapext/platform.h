@@ -114,6 +114,14 @@ void sx_cond_wait(struct sx_cond *c, struct sx_mutex *m);
  * Return: false if the time ran out, true if woken (or woken spuriously).
  */
 bool sx_cond_timedwait(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns);
+/**
+ * sx_cond_timedwait_busy() - sx_cond_timedwait() for a wait that should
+ * end within microseconds while other threads have work: the glue may
+ * instead let go of @m, give the CPU to other threads once and retake @m,
+ * and return true, as a spurious wakeup would (the kernel's sleeps).  So
+ * the caller checks its condition and its deadline after each return.
+ */
+bool sx_cond_timedwait_busy(struct sx_cond *c, struct sx_mutex *m, u64 timeout_ns);
 /** sx_cond_broadcast() - wake every waiter of @c */
 void sx_cond_broadcast(struct sx_cond *c);
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "sxtest.h"
 #include "sxshim.h"
+#include "sxswap.h"
 #include "log_priv.h"
 #include "dev.h"
 #include <swapext/device.h>
@@ -448,6 +449,87 @@ static void test_waiters_shutdown(void **state)
 	sx_bdev_destroy(mem);
 }
 
+/* A flush that takes SLOW_FLUSH_US: the hook sleeps, and arms itself again while @arg says so. */
+#define SLOW_FLUSH_US	3000
+
+struct slow {
+	struct sxt_shim	*sh;
+	bool		on;		/* atomic */
+};
+
+static void slow_flush(void *arg)
+{
+	struct slow *sl = arg;
+
+	usleep(SLOW_FLUSH_US);
+	if (__atomic_load_n(&sl->on, __ATOMIC_SEQ_CST))
+		sxt_shim_hook_flush(sl->sh, slow_flush, sl);
+}
+
+/* One of three writers: GATHER_WRITES durable atomic writes of block 0, the last of @byte. */
+#define GATHER_WRITES	20
+
+static void *trio_run(void *arg)
+{
+	struct writer *w = arg;
+	u8 buf[BS];
+	int i;
+
+	sx_thread_enter();
+	for (i = 0; i < GATHER_WRITES && !w->error; i++) {
+		memset(buf, i == GATHER_WRITES - 1 ? w->byte : i, sizeof(buf));
+		w->error = sx_atomic_write(w->mp, w->fd, buf, BS, 0, 0);
+	}
+	sx_thread_exit();
+	return NULL;
+}
+
+/*
+ * Three writers, each writing durably again as soon as its last write is
+ * durable, on a device whose flush takes milliseconds.  A force that
+ * served some of them and left the others waiting lets the next leader
+ * force only once those it served have committed again (or a flush's
+ * time, at most 1 ms, has passed): so each force serves all three, and
+ * 20 writes each take about 20 flushes.  Before, the next leader forced
+ * at once, and the writers took turns in groups.
+ */
+static void test_gather_trio(void **state)
+{
+	struct sx_bdev *mem = sxs_mkimg(16 * MIB, BS, 0, true);
+	struct writer w[3];
+	struct sxt_shim sh;
+	struct slow sl = { .sh = &sh, .on = true };
+	struct sx_mount *mp;
+	pthread_t th[3];
+	u64 f0, flushes;
+	int i;
+
+	sxt_shim_init(&sh, mem);
+	mp = sxt_mount(&sh.sh_bdev);
+	three_writers(mp, w, 0x10, 0x20);
+	sxt_shim_hook_flush(&sh, slow_flush, &sl);
+	f0 = sxt_shim_count(&sh.sh_flushes);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, trio_run, &w[i]), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	flushes = sxt_shim_count(&sh.sh_flushes) - f0;
+	__atomic_store_n(&sl.on, false, __ATOMIC_SEQ_CST);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(w[i].error, 0);
+	printf("%d durable writes each by 3 writers: %llu flushes\n", GATHER_WRITES,
+	       (unsigned long long)flushes);
+	assert_true(flushes >= GATHER_WRITES);
+	assert_true(flushes <= GATHER_WRITES + GATHER_WRITES / 4);
+	sx_shutdown(mp);
+	sx_unmount(mp);
+	mp = sxt_mount(mem);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(first_byte(mp, names[i]), 0x20 + i);
+	sx_unmount(mp);
+	sx_bdev_destroy(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_fsync_covered),
 		cmocka_unit_test(test_waits_once),
 		cmocka_unit_test(test_waiters_shutdown),
+		cmocka_unit_test(test_gather_trio),
 	};
 
 	sx_thread_enter();

@@ -652,6 +652,64 @@ static void test_cond_timedwait(void **state)
 	sx_mutex_destroy(&ca.ca_mutex);
 }
 
+/* One thread that waits busily, with a 60 s deadline of its own, until told to go. */
+static void *busy_waiter(void *arg)
+{
+	struct cond_arg *ca = arg;
+	u64 end = sx_now_ns() + 60ull * 1000000000ull, now;
+
+	sx_mutex_lock(&ca->ca_mutex);
+	ca->ca_waiting++;
+	while (!ca->ca_go && (now = sx_now_ns()) < end) {
+		if (sx_cond_timedwait_busy(&ca->ca_cond, &ca->ca_mutex, end - now))
+			ca->ca_woken++;
+		ca->ca_held_after = ca->ca_held_after && sx_mutex_is_held(&ca->ca_mutex);
+	}
+	sx_mutex_unlock(&ca->ca_mutex);
+	return NULL;
+}
+
+/*
+ * A busy timed wait with no time left returns false at once, the mutex
+ * held; a longer one lets go of the mutex while it waits (the test takes
+ * it to say go), returns with it held, and a broadcast ends the wait long
+ * before its deadline.
+ */
+static void test_cond_timedwait_busy(void **state)
+{
+	struct cond_arg ca = { .ca_held_after = true };
+	pthread_t t;
+	u64 start;
+	int waiting;
+
+	sx_mutex_init(&ca.ca_mutex);
+	sx_cond_init(&ca.ca_cond);
+	sx_mutex_lock(&ca.ca_mutex);
+	assert_false(sx_cond_timedwait_busy(&ca.ca_cond, &ca.ca_mutex, 0));
+	assert_true(sx_mutex_is_held(&ca.ca_mutex));
+	sx_mutex_unlock(&ca.ca_mutex);
+
+	start = sx_now_ns();
+	assert_int_equal(pthread_create(&t, NULL, busy_waiter, &ca), 0);
+	do {
+		sleep_ms(1);
+		sx_mutex_lock(&ca.ca_mutex);
+		waiting = ca.ca_waiting;
+		sx_mutex_unlock(&ca.ca_mutex);
+	} while (!waiting);
+	sleep_ms(5);
+	sx_mutex_lock(&ca.ca_mutex);
+	ca.ca_go = true;
+	sx_cond_broadcast(&ca.ca_cond);
+	sx_mutex_unlock(&ca.ca_mutex);
+	pthread_join(t, NULL);
+	assert_true(ca.ca_woken >= 1);
+	assert_true(sx_now_ns() - start < 30ull * 1000000000ull);
+	assert_true(ca.ca_held_after);
+	sx_cond_destroy(&ca.ca_cond);
+	sx_mutex_destroy(&ca.ca_mutex);
+}
+
 struct event_arg {
 	struct sx_event	ea_event;
 	unsigned int	ea_yields;	/* sx_event_wait_busy()'s, or 0: sx_event_wait() */
@@ -1417,6 +1475,7 @@ int main(void)
 		cmocka_unit_test(test_rwsem),
 		cmocka_unit_test(test_cond),
 		cmocka_unit_test(test_cond_timedwait),
+		cmocka_unit_test(test_cond_timedwait_busy),
 		cmocka_unit_test(test_event),
 		cmocka_unit_test(test_event_busy),
 		cmocka_unit_test(test_event_on_stack),
