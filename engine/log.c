@@ -747,7 +747,7 @@ void sx_log_get_stats(struct sx_mount *mp, struct sx_log_stats *st)
 	struct sx_log *log = mp->m_log;
 
 	sx_mutex_lock(&log->l_lock);
-	sx_mutex_lock(&log->l_wait_lock);	/* for ls_waits */
+	sx_mutex_lock(&log->l_wait_lock);	/* for ls_waits and the gatherings' */
 	*st = log->l_stats;
 	sx_mutex_unlock(&log->l_wait_lock);
 	sx_mutex_unlock(&log->l_lock);

@@ -40,6 +40,9 @@ struct sx_log_stats {
 	u64	ls_pushes;		/* forces because the queue was full */
 	u64	ls_queue_peak;		/* most bytes of ops the queue held at once */
 	u64	ls_waits;		/* times a caller of sx_log_force_seq() slept while another led */
+	u64	ls_gathers;		/* new leaders that waited for the last force's writers */
+	u64	ls_gathers_vain;	/* of them, waits that ran out of time */
+	u64	ls_gather_skips;	/* new leaders that did not wait: the back-off after those */
 };
 
 /** sx_log_init() - set up the log of @mp at head @head_lsn after mount/recovery */

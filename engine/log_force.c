@@ -19,8 +19,13 @@
 /* Waiters at which a new one yields before it sleeps, and how often (sx_log_wait_turn()). */
 #define SX_LOG_SPIN_SIBLINGS	3
 #define SX_LOG_SPIN_YIELDS	200
-/* The longest a new leader gathers (sx_log_gather()), whatever a flush takes. */
+/*
+ * The longest a new leader gathers (sx_log_gather()), whatever a flush
+ * takes; and after n gatherings in a row that waited in vain, the next
+ * 2^n - 1 forces gather not, n at most SX_LOG_GATHER_BACKOFF.
+ */
 #define SX_LOG_GATHER_MAX_NS	1000000ull
+#define SX_LOG_GATHER_BACKOFF	4
 
 /*
  * A caller of sx_log_force_seq() asleep while another leads: it needs the
@@ -603,25 +608,45 @@ int sx_log_force(struct sx_mount *mp)
  * 27 us, most of them waiting for the allocator, the device idled while
  * eight of them ran one after the other.  A force in flight serves its
  * own writers only once it completes, so none gathers while one flies.
+ *
+ * Writers that think between writes longer than a flush do not come back
+ * in time, and each gathering would only delay their force: after waits
+ * in vain the next forces do not wait (SX_LOG_GATHER_BACKOFF; measured
+ * with 2 threads each spinning 200 us between writes: x0.939 without the
+ * back-off, x1.004 with it, against no gathering at all).
  */
 static void sx_log_gather(struct sx_log *log)
 {
 	u32 want = log->l_gather;
+	bool met = false;
 	u64 now, end;
 
 	ASSERT(sx_mutex_is_held(&log->l_wait_lock) && log->l_leading);
 	log->l_gather = 0;
 	if (want < 2 || log->l_flights)
 		return;
+	if (log->l_gather_skip) {
+		log->l_gather_skip--;
+		log->l_stats.ls_gather_skips++;
+		return;
+	}
+	log->l_stats.ls_gathers++;
 	now = sx_now_ns();
 	end = now + sx_min(log->l_flush_ns, SX_LOG_GATHER_MAX_NS);
 	log->l_gather_want = want - 1;
-	while (!sx_log_waiting(log, want - 1) && now < end) {
+	while (!(met = sx_log_waiting(log, want - 1)) && now < end) {
 		if (!sx_cond_timedwait_busy(&log->l_gather_cond, &log->l_wait_lock, end - now))
 			break;
 		now = sx_now_ns();
 	}
 	log->l_gather_want = 0;
+	if (met || sx_log_waiting(log, want - 1)) {
+		log->l_gather_misses = 0;
+	} else {
+		log->l_stats.ls_gathers_vain++;
+		log->l_gather_misses = sx_min(log->l_gather_misses + 1, SX_LOG_GATHER_BACKOFF);
+		log->l_gather_skip = (1u << log->l_gather_misses) - 1;
+	}
 }
 
 /*

@@ -175,11 +175,14 @@ struct sx_log {
 	/*
 	 * Gathering (sx_log_gather()), under l_wait_lock: the callers the
 	 * last force served or left waiting, whom the next leader waits for;
-	 * while it waits, how many waiters it wants (0: none gathers); and
-	 * how long the last flush took, which bounds the wait.
+	 * while it waits, how many waiters it wants (0: none gathers); the
+	 * back-off after gatherings in vain; and how long the last flush
+	 * took, which bounds the wait.
 	 */
 	u32		l_gather;
 	u32		l_gather_want;
+	u32		l_gather_misses; /* gatherings in a row that waited in vain */
+	u32		l_gather_skip;	/* forces that will not gather */
 	u64		l_flush_ns;
 	struct sx_cond	l_gather_cond;	/* l_gather_want callers are waiting */
 	/*

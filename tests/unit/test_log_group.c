@@ -530,6 +530,52 @@ static void test_gather_trio(void **state)
 	sx_bdev_destroy(mem);
 }
 
+/*
+ * A lone writer whose forces each find the last force's count of writers
+ * set to three (as if it had served others): nobody comes, so each
+ * gathering waits in vain, for the last flush's time but at most 1 ms, and
+ * after n such waits in a row the next 2^n - 1 forces do not wait (n at
+ * most 4).  Twelve forces: wait, skip, wait, skip 3, wait, skip 5 of 7.
+ */
+static void test_gather_backoff(void **state)
+{
+	struct sx_bdev *mem = sxs_mkimg(16 * MIB, BS, 0, true);
+	static const bool waits[12] = { 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0 };
+	struct sx_log_stats s0, s1;
+	struct sx_mount *mp = sxt_mount(mem);
+	struct sx_log *log = mp->m_log;
+	u8 buf[BS];
+	int fd, i;
+
+	assert_int_equal(sx_create(mp, "a", 0644, &fd), 0);
+	memset(buf, 1, sizeof(buf));
+	assert_int_equal(sx_pwrite(mp, fd, buf, BS, 0), (s64)BS);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	for (i = 0; i < 12; i++) {
+		u64 start, took;
+
+		buf[0] = (u8)i;
+		assert_int_equal(sx_atomic_write(mp, fd, buf, BS, 0, SX_ATOMIC_NOSYNC), 0);
+		sx_log_get_stats(mp, &s0);
+		sx_mutex_lock(&log->l_wait_lock);
+		log->l_gather = 3;
+		log->l_flush_ns = 5000000;	/* 5 ms: the wait stops at 1 ms */
+		sx_mutex_unlock(&log->l_wait_lock);
+		start = sx_now_ns();
+		assert_int_equal(sx_log_force_seq(mp, sx_log_commit_seq(mp), false), 0);
+		took = sx_now_ns() - start;
+		sx_log_get_stats(mp, &s1);
+		assert_int_equal(s1.ls_gathers - s0.ls_gathers, waits[i]);
+		assert_int_equal(s1.ls_gathers_vain - s0.ls_gathers_vain, waits[i]);
+		assert_int_equal(s1.ls_gather_skips - s0.ls_gather_skips, !waits[i]);
+		if (waits[i])
+			assert_true(took >= 1000000 && took < 1000000000);
+	}
+	assert_int_equal(sx_close(mp, fd), 0);
+	sx_unmount(mp);
+	sx_bdev_destroy(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_waits_once),
 		cmocka_unit_test(test_waiters_shutdown),
 		cmocka_unit_test(test_gather_trio),
+		cmocka_unit_test(test_gather_backoff),
 	};
 
 	sx_thread_enter();
