@@ -112,6 +112,14 @@ u64 sx_log_durable_seq(struct sx_mount *mp);
 int sx_log_write_data(struct sx_mount *mp, u64 bno, u32 count, const void *buf, bool fresh);
 
 /**
+ * sx_log_data_pending() - whether a block of [@bno, +@count) was written
+ * fresh since the last force took its data: the next force's manifest
+ * will list that block's checksum, so no other bytes may reach it until a
+ * force after that one is on the disk
+ */
+bool sx_log_data_pending(struct sx_mount *mp, u64 bno, u32 count);
+
+/**
  * sx_log_data_remap() - a transaction maps into a file blocks that may
  * hold data written in place over a durable mapping (a swap, a clone): the
  * force that writes it flushes that data before its records

@@ -306,6 +306,20 @@ out:
 	return error;
 }
 
+/* Whether a block of [@bno, +@count) waits in l_mf_pending for the next manifest. */
+bool sx_log_data_pending(struct sx_mount *mp, u64 bno, u32 count)
+{
+	struct sx_log *log = mp->m_log;
+	bool found = false;
+	u32 i;
+
+	sx_mutex_lock(&log->l_mf_lock);
+	for (i = 0; i < count && !found && log->l_mf_pending.ms_n; i++)
+		found = sx_mfset_has(&log->l_mf_pending, bno + i);
+	sx_mutex_unlock(&log->l_mf_lock);
+	return found;
+}
+
 /* A transaction maps blocks whose data may have been written in place. */
 void sx_log_data_remap(struct sx_mount *mp)
 {

@@ -181,7 +181,19 @@ struct run {
 	int	ndurable;	/* of them, those made durable before the cut */
 	bool	in_op;		/* the cut came inside a call */
 	int	error;
+	bool	moved;		/* call 6 moved block 11 of a (uncut runs) */
 };
+
+/* Device block of file block @fb of @fd, or 0 if unmapped or on error. */
+static u64 phys_of(struct sx_mount *mp, int fd, u64 fb)
+{
+	struct sx_extent ext;
+	u32 n = 0;
+
+	if (sx_fiemap(mp, fd, fb * BS, BS, &ext, 1, &n) || !n || ext.ex_off > fb * BS)
+		return 0;
+	return (ext.ex_physical + (fb * BS - ext.ex_off)) / BS;
+}
 
 /* Call @k (1-based). */
 static int one_op(struct sx_mount *mp, const int *fd, int k)
@@ -227,9 +239,14 @@ static void workload(struct sx_bdev *bd, struct run *r)
 		fd[i] = -1;
 	for (i = 0; !r->error && i < NF; i++)
 		r->error = sx_open(mp, names[i], &fd[i]);
+	r->moved = false;
 	for (k = 1; !r->error && k <= NOPS; k++) {
+		u64 before = k == NOPS ? phys_of(mp, fd[0], 11) : 0;
+
 		r->in_op = true;
 		r->error = one_op(mp, fd, k);
+		if (!r->error && k == NOPS)
+			r->moved = phys_of(mp, fd[0], 11) != before;
 		if (!r->error) {
 			r->in_op = false;
 			r->nreturned = k;
@@ -379,6 +396,11 @@ int main(void)
 		if (r.error || r.nreturned != NOPS) {
 			sxc_fail("the uncut workload: %s, %d calls", sx_strerror(r.error),
 				 r.nreturned);
+		} else if (r.moved != !!(xflags & (SX_ATOMIC_REMAP | SX_ATOMIC_TWIN |
+							 SX_ATOMIC_CHAIN))) {
+			/* only the own path leaves call 6's blocks where they were */
+			sxc_fail("the uncut workload: call 6 %s block 11 of a", r.moved ? "moved" :
+				 "did not move");
 		} else {
 			sxc_tally(sxc_recover_verify(img, 0, files_ok, &r, "uncut run"));
 		}

@@ -251,6 +251,78 @@ static void test_own_blocks_not(void **state)
 	verify();
 }
 
+/*
+ * A cancelled write over a block still in the log keeps the block's data
+ * buffer: the block is home and clean (a checkpoint wrote it) but the
+ * tail cannot pass its image (another logged block's buffer is held), and
+ * the write fails at its commit.  Were the buffer dropped, the next write
+ * in place would go to the block directly, and after a crash recovery
+ * would put the old image back over what an fsync said was durable.
+ */
+static void test_own_cancel_keeps(void **state)
+{
+	u64 y = phys(7 * BS);
+	struct sx_buf *hold;
+	u8 buf[BS];
+	u32 n;
+
+	awrite(7 * BS, BS, 50, 0);
+	awrite(5 * BS, BS, 51, 0);
+	hold = sx_buf_trylock_data(mp, y);
+	assert_non_null(hold);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	sx_buf_relse(hold);
+	n = sx_bcache_data_count(mp);
+	assert_int_equal(n, 2);
+
+	fill(buf, BS, 52);
+	assert_int_equal(sx_fault_arm("trans_commit", 1, false, -ENOMEM), 0);
+	assert_int_equal(sx_atomic_write(mp, fd, buf, BS, 5 * BS, 0), -ENOMEM);
+	sx_fault_disarm_all();
+	assert_int_equal(sx_bcache_data_count(mp), n);
+	verify();
+
+	fill(buf, BS, 53);
+	assert_int_equal(sx_pwrite(mp, fd, buf, BS, 5 * BS), (s64)BS);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	memcpy(model + 5 * BS, buf, BS);
+	verify();
+	crash_remount();
+	verify();
+}
+
+/*
+ * A block written fresh in place and then, before any force, by a small
+ * atomic write: the force lists the fresh bytes' checksum in its manifest
+ * (log_manifest.c), so the atomic write must not put other bytes in the
+ * block itself, which a checkpoint would write home while that force may
+ * still be the last one (here another logged block's buffer is held, so
+ * the tail stays behind it).  Recovery would find the block changed and
+ * drop the force, acknowledged atomic write and all.
+ */
+static void test_own_not_manifest(void **state)
+{
+	u64 y = phys(7 * BS);
+	struct sx_buf *hold;
+	u8 buf[BS];
+
+	assert_int_equal(sx_punch(mp, fd, 30 * BS, BS), 0);
+	memset(model + 30 * BS, 0, BS);
+	assert_int_equal(sx_fsync(mp, fd), 0);
+	awrite(7 * BS, BS, 59, 0);
+	fill(buf, BS, 60);
+	assert_int_equal(sx_pwrite(mp, fd, buf, BS, 30 * BS), (s64)BS);	/* fresh, not forced */
+	memcpy(model + 30 * BS, buf, BS);
+	awrite(30 * BS + 100, 200, 61, 0);
+	hold = sx_buf_trylock_data(mp, y);
+	assert_non_null(hold);
+	assert_int_equal(sx_checkpoint(mp), 0);
+	sx_buf_relse(hold);
+	verify();
+	crash_remount();
+	verify();
+}
+
 /* A checkpoint writes the blocks home and lets their buffers go. */
 static void test_checkpoint_home(void **state)
 {
@@ -819,6 +891,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_one_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_blocks_not, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_cancel_keeps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_not_manifest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_not_reused, setup, teardown),
