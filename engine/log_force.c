@@ -160,8 +160,11 @@ static bool sx_log_wait_turn(struct sx_log *log, u64 seq, u64 flush)
  * Complete the groups a force took, after their records are durable (or
  * after @error: then nothing of them is in the log and the mount is down).
  * @seq is the commit count when it took them: all those are durable now.
+ * @led: a caller of sx_log_force_seq() led it, a writer who comes back
+ * (not a checkpoint, a sync or a full queue): sx_log_gather() counts it.
  */
-static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq, int error)
+static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq, int error,
+			    bool led)
 {
 	struct sx_log *log = mp->m_log;
 	struct sx_list *gpos, *gn, *pos, *n;
@@ -215,7 +218,7 @@ static void sx_log_complete(struct sx_mount *mp, struct sx_list *groups, u64 seq
 		sx_atomic64_set(&log->l_durable_seq, (s64)seq);
 		sx_log_wake(log, false, &woken);
 		/* those it served, its leader, and those still waiting */
-		log->l_gather = 1;
+		log->l_gather = led;
 		sx_list_for_each(pos, &woken)
 			log->l_gather++;
 		sx_list_for_each(pos, &log->l_waiters)
@@ -386,7 +389,7 @@ static int sx_log_fly(struct sx_mount *mp, struct sx_list *groups, u64 seq)
 		log->l_stats.ls_flights++;
 		sx_mutex_unlock(&log->l_lock);
 	}
-	sx_log_complete(mp, groups, seq, error);
+	sx_log_complete(mp, groups, seq, error, true);
 	sx_list_init(&woken);
 	sx_mutex_lock(&log->l_wait_lock);
 	log->l_flight_done = ticket;
@@ -440,7 +443,7 @@ static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 	if (sx_list_empty(&groups) && !fence) {
 		/* the forces before this one took them all, and none failed */
 		error = sx_is_shutdown(mp) ? -EIO : sx_log_flush_data(mp, false);
-		sx_log_complete(mp, &groups, seq, error);
+		sx_log_complete(mp, &groups, seq, error, may_fly);
 		return error;
 	}
 	log->l_force_first = 0;
@@ -532,7 +535,7 @@ static int sx_log_force_run(struct sx_mount *mp, bool may_fly, bool *flew)
 out_complete:
 	sx_log_mf_forced(log, !error && log->l_force_first);
 	log->l_force_first = 0;
-	sx_log_complete(mp, &groups, seq, error);
+	sx_log_complete(mp, &groups, seq, error, may_fly);
 	return error;
 }
 
@@ -590,8 +593,11 @@ int sx_log_force(struct sx_mount *mp)
 
 /*
  * Before a new leader takes the queue: wait, up to one flush's time, until
- * every caller the last force served or left waiting, but this one, waits
- * behind it (l_wait_lock held; dropped and retaken while waiting).
+ * every caller the last force served (its leader too, if a writer led it)
+ * or left waiting, but this one, waits behind it (l_wait_lock held;
+ * dropped and retaken while waiting).  @forcing: the leader will force
+ * (one that only flushes for data, or finds its commit durable, waits
+ * for nobody).
  *
  * Without it, writers that each write again as soon as they are served
  * split into two groups that take turns: the force that served one group
@@ -615,7 +621,7 @@ int sx_log_force(struct sx_mount *mp)
  * with 2 threads each spinning 200 us between writes: x0.939 without the
  * back-off, x1.004 with it, against no gathering at all).
  */
-static void sx_log_gather(struct sx_log *log)
+static void sx_log_gather(struct sx_log *log, bool forcing)
 {
 	u32 want = log->l_gather;
 	bool met = false;
@@ -623,7 +629,7 @@ static void sx_log_gather(struct sx_log *log)
 
 	ASSERT(sx_mutex_is_held(&log->l_wait_lock) && log->l_leading);
 	log->l_gather = 0;
-	if (want < 2 || log->l_flights)
+	if (!forcing || want < 2 || log->l_flights)
 		return;
 	if (log->l_gather_skip) {
 		log->l_gather_skip--;
@@ -701,7 +707,7 @@ int sx_log_force_seq(struct sx_mount *mp, u64 seq, bool data)
 		sx_mutex_lock(&log->l_wait_lock);
 	}
 	log->l_leading = true;
-	sx_log_gather(log);
+	sx_log_gather(log, sx_log_durable_seq(mp) < seq);
 	sx_mutex_unlock(&log->l_wait_lock);
 
 	sx_mutex_lock(&log->l_force_lock);
