@@ -378,20 +378,38 @@ static int sx_awd_alloc(struct sx_awd *d, struct sx_trans *tp)
 	return 0;
 }
 
-/* Log the blocks of new extent @e whole, in @tp, with the contents at @src. */
-static int sx_awd_log(struct sx_trans *tp, const struct sx_awd_ext *e, const u8 *src)
+/*
+ * Log block @bno whole, in @tp, with the contents at @src.  A block still
+ * in the log (a cached data buffer) keeps its buffer as it is if @tp is
+ * cancelled: only a buffer made here is new, to be dropped then.  No other
+ * thread makes one meanwhile: a block the write puts its bytes in is one
+ * of the files' it holds the iolocks of, or a new one.
+ */
+static int sx_awd_log_block(struct sx_trans *tp, u64 bno, const u8 *src)
 {
 	struct sx_mount *mp = tp->t_mp;
 	struct sx_buf *bp;
+	u64 hit;
+	int error;
+
+	if (sx_buf_range_data(mp, bno, 1, &hit))
+		error = sx_trans_read_buf(tp, bno, &sx_data_buf_ops, 0, &bp);
+	else
+		error = sx_trans_get_buf(tp, bno, &sx_data_buf_ops, 0, &bp);
+	if (error)
+		return error;
+	memcpy(bp->b_data, src, mp->m_bsize);
+	return sx_trans_log_buf(tp, bp, 0, mp->m_bsize - 1);
+}
+
+/* Log the blocks of new extent @e whole, in @tp, with the contents at @src. */
+static int sx_awd_log(struct sx_trans *tp, const struct sx_awd_ext *e, const u8 *src)
+{
 	u32 b;
 	int error;
 
-	for (b = 0; b < e->e_len; b++, src += mp->m_bsize) {
-		error = sx_trans_get_buf(tp, e->e_bno + b, &sx_data_buf_ops, 0, &bp);
-		if (error)
-			return error;
-		memcpy(bp->b_data, src, mp->m_bsize);
-		error = sx_trans_log_buf(tp, bp, 0, mp->m_bsize - 1);
+	for (b = 0; b < e->e_len; b++, src += tp->t_mp->m_bsize) {
+		error = sx_awd_log_block(tp, e->e_bno + b, src);
 		if (error)
 			return error;
 	}
@@ -454,23 +472,7 @@ static int sx_awd_own(struct sx_awd *d, struct sx_trans *tp)
 			bno = irec.br_startblock + (fb - irec.br_startoff);
 			stop = sx_min(end, irec.br_startoff + irec.br_blockcount);
 			for (; fb < stop; fb++, bno++, src += mp->m_bsize) {
-				struct sx_buf *bp;
-				u64 hit;
-
-				/*
-				 * A block still in the log keeps its buffer as it
-				 * is if this transaction is cancelled: only a
-				 * buffer made here is new, to be dropped then.  No
-				 * other thread makes one meanwhile (the iolock).
-				 */
-				if (sx_buf_range_data(mp, bno, 1, &hit))
-					error = sx_trans_read_buf(tp, bno, &sx_data_buf_ops, 0, &bp);
-				else
-					error = sx_trans_get_buf(tp, bno, &sx_data_buf_ops, 0, &bp);
-				if (error)
-					return error;
-				memcpy(bp->b_data, src, mp->m_bsize);
-				error = sx_trans_log_buf(tp, bp, 0, mp->m_bsize - 1);
+				error = sx_awd_log_block(tp, bno, src);
 				if (error)
 					return error;
 			}

@@ -612,15 +612,46 @@ static void *timed_waiter(void *arg)
 }
 
 /*
+ * Start @waiter (a thread that waits with a 60 s deadline until told to
+ * go), tell it to go once it waits, and check that a broadcast ended the
+ * wait long before the deadline, the mutex held after every return.
+ * Destroys @ca's mutex and condition.
+ */
+static void go_waiter(struct cond_arg *ca, void *(*waiter)(void *arg))
+{
+	pthread_t t;
+	u64 start = sx_now_ns();
+	int waiting;
+
+	assert_int_equal(pthread_create(&t, NULL, waiter, ca), 0);
+	do {
+		sleep_ms(1);
+		sx_mutex_lock(&ca->ca_mutex);
+		waiting = ca->ca_waiting;
+		sx_mutex_unlock(&ca->ca_mutex);
+	} while (!waiting);
+	sleep_ms(5);
+	sx_mutex_lock(&ca->ca_mutex);
+	ca->ca_go = true;
+	sx_cond_broadcast(&ca->ca_cond);
+	sx_mutex_unlock(&ca->ca_mutex);
+	pthread_join(t, NULL);
+	/* woken, not timed out: the 60 s did not pass */
+	assert_true(ca->ca_woken >= 1);
+	assert_true(sx_now_ns() - start < 30ull * 1000000000ull);
+	assert_true(ca->ca_held_after);
+	sx_cond_destroy(&ca->ca_cond);
+	sx_mutex_destroy(&ca->ca_mutex);
+}
+
+/*
  * A timed wait nobody ends returns false no sooner than its timeout, with
  * the mutex held again; a broadcast ends a long one early, returning true.
  */
 static void test_cond_timedwait(void **state)
 {
 	struct cond_arg ca = { .ca_held_after = true };
-	pthread_t t;
 	u64 start;
-	int waiting;
 
 	sx_mutex_init(&ca.ca_mutex);
 	sx_cond_init(&ca.ca_cond);
@@ -631,25 +662,7 @@ static void test_cond_timedwait(void **state)
 	assert_true(sx_mutex_is_held(&ca.ca_mutex));
 	sx_mutex_unlock(&ca.ca_mutex);
 
-	start = sx_now_ns();
-	assert_int_equal(pthread_create(&t, NULL, timed_waiter, &ca), 0);
-	do {
-		sleep_ms(1);
-		sx_mutex_lock(&ca.ca_mutex);
-		waiting = ca.ca_waiting;
-		sx_mutex_unlock(&ca.ca_mutex);
-	} while (!waiting);
-	sx_mutex_lock(&ca.ca_mutex);
-	ca.ca_go = true;
-	sx_cond_broadcast(&ca.ca_cond);
-	sx_mutex_unlock(&ca.ca_mutex);
-	pthread_join(t, NULL);
-	/* woken, not timed out: the 60 s did not pass */
-	assert_true(ca.ca_woken >= 1);
-	assert_true(sx_now_ns() - start < 30ull * 1000000000ull);
-	assert_true(ca.ca_held_after);
-	sx_cond_destroy(&ca.ca_cond);
-	sx_mutex_destroy(&ca.ca_mutex);
+	go_waiter(&ca, timed_waiter);
 }
 
 /* One thread that waits busily, with a 60 s deadline of its own, until told to go. */
@@ -678,9 +691,6 @@ static void *busy_waiter(void *arg)
 static void test_cond_timedwait_busy(void **state)
 {
 	struct cond_arg ca = { .ca_held_after = true };
-	pthread_t t;
-	u64 start;
-	int waiting;
 
 	sx_mutex_init(&ca.ca_mutex);
 	sx_cond_init(&ca.ca_cond);
@@ -689,25 +699,7 @@ static void test_cond_timedwait_busy(void **state)
 	assert_true(sx_mutex_is_held(&ca.ca_mutex));
 	sx_mutex_unlock(&ca.ca_mutex);
 
-	start = sx_now_ns();
-	assert_int_equal(pthread_create(&t, NULL, busy_waiter, &ca), 0);
-	do {
-		sleep_ms(1);
-		sx_mutex_lock(&ca.ca_mutex);
-		waiting = ca.ca_waiting;
-		sx_mutex_unlock(&ca.ca_mutex);
-	} while (!waiting);
-	sleep_ms(5);
-	sx_mutex_lock(&ca.ca_mutex);
-	ca.ca_go = true;
-	sx_cond_broadcast(&ca.ca_cond);
-	sx_mutex_unlock(&ca.ca_mutex);
-	pthread_join(t, NULL);
-	assert_true(ca.ca_woken >= 1);
-	assert_true(sx_now_ns() - start < 30ull * 1000000000ull);
-	assert_true(ca.ca_held_after);
-	sx_cond_destroy(&ca.ca_cond);
-	sx_mutex_destroy(&ca.ca_mutex);
+	go_waiter(&ca, busy_waiter);
 }
 
 struct event_arg {
