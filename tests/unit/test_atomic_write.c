@@ -14,9 +14,11 @@
  * write and of a vectored write failing in turn: the call fails with the
  * injected error or succeeds, the remounted files are all old or all new
  * (all new when it succeeded), the checker is clean and nothing stays
- * allocated.  Every case runs four times: small writes of unshared files
+ * allocated.  Every case runs five times: small writes of unshared files
  * straight into new blocks (one transaction; up to 16 KiB the blocks go in
- * the log record), the same with the blocks written in place before the
+ * the log record, over written blocks the files' own blocks, left where
+ * they are), the same always into new blocks (SX_ATOMIC_REMAP), the same
+ * with the blocks written in place before the
  * record (SX_ATOMIC_INPLACE), through twins remapped in one plain
  * transaction (SX_ATOMIC_TWIN), and everything through the swap intents
  * (SX_ATOMIC_CHAIN).  The direct write is one transaction, and
@@ -185,6 +187,13 @@ static int setup_twin(void **state)
 static int setup_inplace(void **state)
 {
 	xflags = SX_ATOMIC_INPLACE;
+	return setup_fs(true);
+}
+
+/* The same, small writes over written blocks into new blocks too (SX_ATOMIC_REMAP). */
+static int setup_remap(void **state)
+{
+	xflags = SX_ATOMIC_REMAP;
 	return setup_fs(true);
 }
 
@@ -945,42 +954,52 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overwrite, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_overwrite, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_holes, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_shared, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_shared, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritten, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_unwritten, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_extend, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_extend, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_extend_stale_tail, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_large, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_large, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_writev, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_writev, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_writev_max, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_writev_max, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_one_trans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_fragmented, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_size_limit, setup, teardown),
@@ -991,26 +1010,32 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_read, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_write, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_write_alloc, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_read, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_write, setup_remap, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_chain, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_twin, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_inplace, teardown),
+		cmocka_unit_test_setup_teardown(test_faults_writev_alloc, setup_remap, teardown),
 	};
 
 	sxt_quiet();
