@@ -311,7 +311,7 @@ void sx_event_wait(struct sx_event *e)
 /* As sx_event_wait(): a kernel thread that waits sleeps at once. */
 void sx_event_wait_busy(struct sx_event *e, unsigned int yields)
 {
-	wait_for_completion(&e->e_done);
+	sx_event_wait(e);
 }
 
 /* Set @e and wake its waiter, which may free it at once. */

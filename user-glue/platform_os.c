@@ -450,7 +450,6 @@ void sx_cond_broadcast(struct sx_cond *c)
  * store, so a waiter may return (from its yields) while the setter still
  * holds the lock.  A busy wait yields with sched_yield() before either.
  */
-#include <sched.h>
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
