@@ -306,17 +306,23 @@ out:
 	return error;
 }
 
-/* Whether a block of [@bno, +@count) waits in l_mf_pending for the next manifest. */
+/*
+ * Whether a block of [@bno, +@count) waits in l_mf_pending for the next
+ * manifest: read as the data writes add to it, under l_mf_sem shared (a
+ * force swaps the set away under it exclusive) and l_mf_lock.
+ */
 bool sx_log_data_pending(struct sx_mount *mp, u64 bno, u32 count)
 {
 	struct sx_log *log = mp->m_log;
 	bool found = false;
 	u32 i;
 
+	sx_rwsem_down_read(&log->l_mf_sem);
 	sx_mutex_lock(&log->l_mf_lock);
 	for (i = 0; i < count && !found && log->l_mf_pending.ms_n; i++)
 		found = sx_mfset_has(&log->l_mf_pending, bno + i);
 	sx_mutex_unlock(&log->l_mf_lock);
+	sx_rwsem_up_read(&log->l_mf_sem);
 	return found;
 }
 
